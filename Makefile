@@ -1,0 +1,33 @@
+# The two commands of README.md:
+#   make demo   installs dependencies, builds, trains the `small` llama on the fortunes corpus
+#   make test   installs dependencies, builds, runs every test (unit + integration)
+# `make` alone builds.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+
+.PHONY: all build deps demo test unit bench clean
+all: build
+
+build:
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	bash scripts/install_deps.sh
+
+demo: deps
+	$(MAKE) build
+	bash scripts/demo.sh
+
+test: deps
+	$(MAKE) build
+	cd $(BUILD) && ctest --output-on-failure --timeout 1200
+
+unit: build
+	$(BUILD)/unit_tests
+
+bench: build
+	bash bench/run_all.sh
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages elastrain builds, runs and tests with. Idempotent: it
+# skips apt entirely when every package is already installed.
+set -euo pipefail
+PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
+      sentencepiece libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
+      libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+echo "install_deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,98 @@
+#include "common/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace elastrain {
+namespace fs = std::filesystem;
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open for reading (" + std::strerror(errno) + ")");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::IOError(path + ": read failed");
+  return ss.str();
+}
+
+static Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(path + ": write failed (" + std::strerror(errno) + ")");
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(tmp + ": cannot create (" + std::strerror(errno) + ")");
+  Status st = WriteAll(fd, data.data(), data.size(), tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(tmp + ": fsync failed (" + std::strerror(errno) + ")");
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    st = Status::IOError(path + ": rename failed (" + std::strerror(errno) + ")");
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  std::string dir = fs::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::OK();
+}
+
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) return Status::IOError(path + ": cannot create directory (" + ec.message() + ")");
+  return Status::OK();
+}
+
+bool FileExists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+bool IsDirectory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> out;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) out.push_back(it->path().string());
+  }
+  if (ec) return Status::IOError(dir + ": cannot list directory (" + ec.message() + ")");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+uint64_t Hash64(const void* data, size_t size, uint64_t seed) { return XXH3_64bits_withSeed(data, size, seed); }
+
+std::string HexU64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace elastrain

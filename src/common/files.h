@@ -1,0 +1,28 @@
+// File helpers: whole-file reads, atomic writes (temp + fsync + rename), directories,
+// and content hashing with xxHash.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+Result<std::string> ReadFile(const std::string& path);
+// Writes `data` to `path` so that a reader sees either the old file or the whole new
+// one: write `path.tmp.<pid>`, fsync it, rename onto `path`, fsync the directory.
+Status WriteFileAtomic(const std::string& path, const std::string& data);
+// Creates `path` and its parents (like mkdir -p).
+Status MakeDirs(const std::string& path);
+bool FileExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// Regular files directly under `dir` or below it, sorted by path.
+Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir);
+
+// 64-bit xxHash (XXH3) of a buffer; streaming hasher for large inputs.
+uint64_t Hash64(const void* data, size_t size, uint64_t seed = 0);
+std::string HexU64(uint64_t v);
+
+}  // namespace elastrain

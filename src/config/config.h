@@ -1,0 +1,65 @@
+// The run configuration: MaxText key names where MaxText has them, elastrain's own
+// otherwise. configs/base.yml documents every key and is embedded in the binary as the
+// defaults; a CONFIG.yml and then `key=value` overrides are applied on top.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/model_config.h"
+
+namespace elastrain {
+
+struct TrainConfig {
+  // --- run ---
+  std::string run_name = "elastrain_run";
+  std::string base_output_directory = "runs";
+  std::string log_level = "info";
+  int64_t log_period = 10;        // steps between metrics.jsonl lines
+  // --- model (model_name picks a preset; base_* keys given explicitly override it) ---
+  std::string model_name = "small";
+  std::string decoder_block;      // llama | gpt2; empty: from the preset
+  ModelConfig model;              // resolved shapes (filled by LoadConfig)
+  // --- batch ---
+  int64_t per_device_batch_size = 8;   // micro-batch rows per worker per accumulation step
+  int64_t global_batch_size = 0;       // 0: per_device_batch_size * workers * gradient_accumulation_steps
+  int64_t gradient_accumulation_steps = 1;
+  int64_t max_target_length = 0;       // sequence length T; 0: from the preset (capped at 128)
+  // --- optimisation ---
+  int64_t steps = 200;
+  double learning_rate = 3e-4;
+  double warmup_steps_fraction = 0.1;
+  double cosine_learning_rate_final_fraction = 0.1;
+  double adam_b1 = 0.9, adam_b2 = 0.95, adam_eps = 1e-8, adam_weight_decay = 0.1;
+  double gradient_clipping_threshold = 1.0;  // 0 disables
+  std::string remat_policy = "none";         // none | full
+  int64_t init_weights_seed = 0;
+  // --- data ---
+  std::string dataset_type = "synthetic";    // synthetic | text
+  std::string dataset_path;                  // text: a file or a directory of text files
+  std::string tokenizer_path;                // sentencepiece .model; empty: bytes
+  int64_t data_shuffle_seed = 0;
+  double eval_split_fraction = 0.05;         // share of the corpus held out for validation
+  int64_t eval_interval = 50;                // steps between evaluations; <=0: start and end only
+  int64_t eval_steps = 4;                    // validation batches per evaluation
+  // --- compute ---
+  int64_t num_threads = 0;                   // 0: all cores
+  std::string gemm_backend = "onednn";       // onednn | openblas
+  double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
+};
+
+// Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`
+// ("key=value"). Unknown keys in a YAML file that MaxText defines are collected in
+// `ignored` (reported once by the caller); other unknown keys and every unknown override
+// are errors naming the closest valid key. Resolves `model` from model_name + explicit
+// base_* keys and validates everything; errors name the key and the value.
+Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
+                               std::vector<std::string>* ignored);
+// The resolved config as YAML, every key, loadable by LoadConfig.
+std::string ConfigToYaml(const TrainConfig& c);
+// The embedded text of configs/base.yml.
+const std::string& BaseConfigYaml();
+
+}  // namespace elastrain

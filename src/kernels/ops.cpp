@@ -1,0 +1,449 @@
+#include "kernels/ops.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/gemm.h"
+
+namespace elastrain::kernels {
+
+namespace {
+// Splits [0,n) into omp_get_num_threads() contiguous blocks; returns this thread's.
+inline void ThreadBlock(int64_t n, int64_t* begin, int64_t* end) {
+  int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
+  int64_t per = (n + nt - 1) / nt;
+  *begin = std::min(n, id * per);
+  *end = std::min(n, *begin + per);
+}
+}  // namespace
+
+// ---------------------------------------------------------------- embedding
+template <typename T>
+void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t B, int64_t Tn, int64_t C) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < B * Tn; ++n) {
+    const T* e = wte + static_cast<int64_t>(tokens[n]) * C;
+    T* o = out + n * C;
+    if (wpe) {
+      const T* p = wpe + (n % Tn) * C;
+#pragma omp simd
+      for (int64_t c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    } else {
+      std::memcpy(o, e, sizeof(T) * C);
+    }
+  }
+}
+
+template <typename T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t B, int64_t Tn, int64_t C) {
+  // Each thread owns a block of columns, so the scatter-add has no races and a fixed order.
+#pragma omp parallel
+  {
+    int64_t c0, c1;
+    ThreadBlock(C, &c0, &c1);
+    for (int64_t n = 0; n < B * Tn; ++n) {
+      const T* d = dout + n * C;
+      T* w = dwte + static_cast<int64_t>(tokens[n]) * C;
+      for (int64_t c = c0; c < c1; ++c) w[c] += d[c];
+      if (dwpe) {
+        T* p = dwpe + (n % Tn) * C;
+        for (int64_t c = c0; c < c1; ++c) p[c] += d[c];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- RMSNorm
+template <typename T>
+void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int64_t C, double eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;
+    T ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t c = 0; c < C; ++c) ss += x[c] * x[c];
+    T r = static_cast<T>(1.0 / std::sqrt(static_cast<double>(ss) / C + eps));
+    rstd[n] = r;
+    T* o = out + n * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) o[c] = x[c] * r * weight[c];
+  }
+}
+
+template <typename T>
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
+                      int64_t C) {
+  // y = x r w with r = (mean(x^2)+eps)^-1/2:  dx = r (w dy) - r^3/C x sum(w dy x)
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;
+    const T* dy = dout + n * C;
+    T r = rstd[n], dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < C; ++c) dot += weight[c] * dy[c] * x[c];
+    T k = r * r * r * dot / static_cast<T>(C);
+    T* dx = dinp + n * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
+  }
+#pragma omp parallel
+  {
+    int64_t c0, c1;
+    ThreadBlock(C, &c0, &c1);
+    for (int64_t n = 0; n < N; ++n) {
+      const T* x = inp + n * C;
+      const T* dy = dout + n * C;
+      T r = rstd[n];
+      for (int64_t c = c0; c < c1; ++c) dweight[c] += dy[c] * x[c] * r;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- LayerNorm
+template <typename T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C,
+                       double eps) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;
+    T s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t c = 0; c < C; ++c) s += x[c];
+    T m = s / static_cast<T>(C), v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int64_t c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
+    T r = static_cast<T>(1.0 / std::sqrt(static_cast<double>(v) / C + eps));
+    mean[n] = m;
+    rstd[n] = r;
+    T* o = out + n * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) o[c] = (x[c] - m) * r * weight[c] + bias[c];
+  }
+}
+
+template <typename T>
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
+                        const T* rstd, int64_t N, int64_t C) {
+  // xhat = (x-m) r; dxhat = w dy; dx = r (dxhat - mean(dxhat) - xhat mean(dxhat xhat))
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;
+    const T* dy = dout + n * C;
+    T m = mean[n], r = rstd[n], s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
+    for (int64_t c = 0; c < C; ++c) {
+      T dxh = weight[c] * dy[c];
+      s1 += dxh;
+      s2 += dxh * (x[c] - m) * r;
+    }
+    s1 /= static_cast<T>(C);
+    s2 /= static_cast<T>(C);
+    T* dx = dinp + n * C;
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) dx[c] += r * (weight[c] * dy[c] - s1 - (x[c] - m) * r * s2);
+  }
+#pragma omp parallel
+  {
+    int64_t c0, c1;
+    ThreadBlock(C, &c0, &c1);
+    for (int64_t n = 0; n < N; ++n) {
+      const T* x = inp + n * C;
+      const T* dy = dout + n * C;
+      T m = mean[n], r = rstd[n];
+      for (int64_t c = c0; c < c1; ++c) {
+        dweight[c] += dy[c] * (x[c] - m) * r;
+        dbias[c] += dy[c];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- matmul
+template <typename T>
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C, int64_t OC) {
+  Gemm<T>(false, true, N, OC, C, T(1), inp, C, weight, C, T(0), out, OC);
+  if (bias) {
+#pragma omp parallel for schedule(static)
+    for (int64_t n = 0; n < N; ++n) {
+      T* o = out + n * OC;
+#pragma omp simd
+      for (int64_t j = 0; j < OC; ++j) o[j] += bias[j];
+    }
+  }
+}
+
+template <typename T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t N,
+                     int64_t C, int64_t OC) {
+  if (dinp) Gemm<T>(false, false, N, C, OC, T(1), dout, OC, weight, C, T(1), dinp, C);  // dinp += dout W
+  Gemm<T>(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);            // dW += dout^T inp
+  if (dbias) {
+#pragma omp parallel
+    {
+      int64_t j0, j1;
+      ThreadBlock(OC, &j0, &j1);
+      for (int64_t n = 0; n < N; ++n) {
+        const T* d = dout + n * OC;
+        for (int64_t j = j0; j < j1; ++j) dbias[j] += d[j];
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- RoPE
+template <typename T>
+void rope_table(T* cos_sin, int64_t Tn, int64_t hd, double theta) {
+  for (int64_t t = 0; t < Tn; ++t)
+    for (int64_t i = 0; i < hd / 2; ++i) {
+      double freq = std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      double a = static_cast<double>(t) * freq;
+      cos_sin[(t * (hd / 2) + i) * 2 + 0] = static_cast<T>(std::cos(a));
+      cos_sin[(t * (hd / 2) + i) * 2 + 1] = static_cast<T>(std::sin(a));
+    }
+}
+
+namespace {
+// Rotates the q and k heads of every row by +angle (sign=1) or -angle (sign=-1).
+template <typename T>
+void RopeRotate(T* qkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd, T sign) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, half = hd / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < B * Tn; ++n) {
+    const T* cs = cos_sin + (n % Tn) * half * 2;
+    T* row = qkv + n * S;
+    for (int64_t h = 0; h < Hq + Hkv; ++h) {  // q heads then k heads: the first (Hq+Hkv)*hd values
+      T* x = row + h * hd;
+      for (int64_t i = 0; i < half; ++i) {
+        T c = cs[2 * i], s = sign * cs[2 * i + 1];
+        T x0 = x[2 * i], x1 = x[2 * i + 1];
+        x[2 * i] = x0 * c - x1 * s;
+        x[2 * i + 1] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+}  // namespace
+
+template <typename T>
+void rope_forward(T* qkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd) {
+  RopeRotate(qkv, cos_sin, B, Tn, Hq, Hkv, hd, T(1));
+}
+template <typename T>
+void rope_backward(T* dqkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd) {
+  RopeRotate(dqkv, cos_sin, B, Tn, Hq, Hkv, hd, T(-1));  // the inverse of a rotation is its transpose
+}
+
+// ---------------------------------------------------------------- attention
+template <typename T>
+void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
+  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
+#pragma omp parallel for collapse(3) schedule(static)
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t t = 0; t < Tn; ++t) {
+        const int64_t kh = h / group;
+        const T* q = qkv + (b * Tn + t) * S + h * hd;
+        T* p = att + ((b * Hq + h) * Tn + t) * Tn;
+        T mx = -INFINITY;
+        for (int64_t t2 = 0; t2 <= t; ++t2) {
+          const T* k = qkv + (b * Tn + t2) * S + QD + kh * hd;
+          T s = 0;
+#pragma omp simd reduction(+ : s)
+          for (int64_t i = 0; i < hd; ++i) s += q[i] * k[i];
+          s *= scale;
+          p[t2] = s;
+          mx = std::max(mx, s);
+        }
+        T sum = 0;
+        for (int64_t t2 = 0; t2 <= t; ++t2) {
+          p[t2] = std::exp(p[t2] - mx);
+          sum += p[t2];
+        }
+        T inv = T(1) / sum;
+        for (int64_t t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
+        for (int64_t t2 = t + 1; t2 < Tn; ++t2) p[t2] = 0;
+        T* o = out + (b * Tn + t) * QD + h * hd;
+        for (int64_t i = 0; i < hd; ++i) o[i] = 0;
+        for (int64_t t2 = 0; t2 <= t; ++t2) {
+          const T* v = qkv + (b * Tn + t2) * S + QD + KD + kh * hd;
+          T w = p[t2];
+#pragma omp simd
+          for (int64_t i = 0; i < hd; ++i) o[i] += w * v[i];
+        }
+      }
+}
+
+template <typename T>
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int64_t B, int64_t Tn, int64_t Hq,
+                        int64_t Hkv, int64_t hd) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
+  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::memset(dqkv, 0, sizeof(T) * B * Tn * S);
+  // One task per (batch, kv head): it owns dk and dv of that head, so no two threads
+  // write the same gradient.
+#pragma omp parallel
+  {
+    std::vector<T> dp(Tn);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t kh = 0; kh < Hkv; ++kh)
+        for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
+          for (int64_t t = 0; t < Tn; ++t) {
+            const T* q = qkv + (b * Tn + t) * S + h * hd;
+            T* dq = dqkv + (b * Tn + t) * S + h * hd;
+            const T* p = att + ((b * Hq + h) * Tn + t) * Tn;
+            const T* dy = dout + (b * Tn + t) * QD + h * hd;
+            T sum = 0;
+            for (int64_t t2 = 0; t2 <= t; ++t2) {
+              const T* v = qkv + (b * Tn + t2) * S + QD + KD + kh * hd;
+              T* dv = dqkv + (b * Tn + t2) * S + QD + KD + kh * hd;
+              T d = 0, w = p[t2];
+#pragma omp simd reduction(+ : d)
+              for (int64_t i = 0; i < hd; ++i) {
+                d += dy[i] * v[i];
+                dv[i] += w * dy[i];
+              }
+              dp[t2] = d;
+              sum += w * d;
+            }
+            for (int64_t t2 = 0; t2 <= t; ++t2) {
+              T ds = p[t2] * (dp[t2] - sum) * scale;
+              const T* k = qkv + (b * Tn + t2) * S + QD + kh * hd;
+              T* dk = dqkv + (b * Tn + t2) * S + QD + kh * hd;
+#pragma omp simd
+              for (int64_t i = 0; i < hd; ++i) {
+                dq[i] += ds * k[i];
+                dk[i] += ds * q[i];
+              }
+            }
+          }
+  }
+}
+
+// ---------------------------------------------------------------- SwiGLU / GELU / residual
+template <typename T>
+void swiglu_forward(T* out, const T* gu, int64_t N, int64_t F) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* g = gu + n * 2 * F;
+    const T* u = g + F;
+    T* o = out + n * F;
+    for (int64_t j = 0; j < F; ++j) {
+      T sig = T(1) / (T(1) + std::exp(-g[j]));
+      o[j] = g[j] * sig * u[j];
+    }
+  }
+}
+
+template <typename T>
+void swiglu_backward(T* dgu, const T* dout, const T* gu, int64_t N, int64_t F) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* g = gu + n * 2 * F;
+    const T* u = g + F;
+    const T* dy = dout + n * F;
+    T* dg = dgu + n * 2 * F;
+    T* du = dg + F;
+    for (int64_t j = 0; j < F; ++j) {
+      T sig = T(1) / (T(1) + std::exp(-g[j]));
+      T silu = g[j] * sig;
+      du[j] = dy[j] * silu;
+      dg[j] = dy[j] * u[j] * sig * (T(1) + g[j] * (T(1) - sig));
+    }
+  }
+}
+
+namespace {
+constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
+}
+
+template <typename T>
+void gelu_forward(T* out, const T* inp, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    T x = inp[i];
+    T u = static_cast<T>(kGeluC) * (x + T(0.044715) * x * x * x);
+    out[i] = T(0.5) * x * (T(1) + std::tanh(u));
+  }
+}
+
+template <typename T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    T x = inp[i];
+    T u = static_cast<T>(kGeluC) * (x + T(0.044715) * x * x * x);
+    T th = std::tanh(u);
+    T sech2 = T(1) - th * th;
+    T du = static_cast<T>(kGeluC) * (T(1) + T(3 * 0.044715) * x * x);
+    dinp[i] = dout[i] * (T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * du);
+  }
+}
+
+template <typename T>
+void residual_forward(T* out, const T* a, const T* b, int64_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+// ---------------------------------------------------------------- cross-entropy
+template <typename T>
+void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const int32_t* targets, int64_t N,
+                                   int64_t V, T dloss) {
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = logits + n * V;
+    const int32_t tgt = targets[n];
+    T mx = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) mx = std::max(mx, x[v]);
+    double sum = 0;
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v] - mx));
+    double lse = std::log(sum) + mx;
+    if (tgt < 0) {
+      losses[n] = 0;
+      if (dlogits) std::memset(dlogits + n * V, 0, sizeof(T) * V);
+      continue;
+    }
+    losses[n] = static_cast<T>(lse - x[tgt]);
+    if (dlogits) {
+      T* d = dlogits + n * V;
+      const T shift = static_cast<T>(lse);
+      for (int64_t v = 0; v < V; ++v) d[v] = std::exp(x[v] - shift) * dloss;  // x may alias d
+      d[tgt] -= dloss;
+    }
+  }
+}
+
+// ---------------------------------------------------------------- instantiations
+#define ELASTRAIN_INSTANTIATE(T)                                                                              \
+  template void embedding_forward<T>(T*, const int32_t*, const T*, const T*, int64_t, int64_t, int64_t);     \
+  template void embedding_backward<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t, int64_t);          \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, double);                    \
+  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t);       \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, double);    \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*, int64_t, \
+                                      int64_t);                                                              \
+  template void matmul_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);              \
+  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);     \
+  template void rope_table<T>(T*, int64_t, int64_t, double);                                                 \
+  template void rope_forward<T>(T*, const T*, int64_t, int64_t, int64_t, int64_t, int64_t);                  \
+  template void rope_backward<T>(T*, const T*, int64_t, int64_t, int64_t, int64_t, int64_t);                 \
+  template void attention_forward<T>(T*, T*, const T*, int64_t, int64_t, int64_t, int64_t, int64_t);         \
+  template void attention_backward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, int64_t,  \
+                                      int64_t);                                                              \
+  template void swiglu_forward<T>(T*, const T*, int64_t, int64_t);                                           \
+  template void swiglu_backward<T>(T*, const T*, const T*, int64_t, int64_t);                                \
+  template void gelu_forward<T>(T*, const T*, int64_t);                                                      \
+  template void gelu_backward<T>(T*, const T*, const T*, int64_t);                                           \
+  template void residual_forward<T>(T*, const T*, const T*, int64_t);                                        \
+  template void crossentropy_forward_backward<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t, T);
+
+ELASTRAIN_INSTANTIATE(float)
+ELASTRAIN_INSTANTIATE(double)
+
+}  // namespace elastrain::kernels

@@ -1,0 +1,89 @@
+// Forward and backward kernels of a decoder-only transformer, on the CPU, templated on
+// the scalar type (float for training, double for gradient checks).
+// Conventions (llm.c): arguments go outputs, inputs, then sizes; every buffer is
+// row-major; backward kernels ACCUMULATE (+=) into parameter gradients and into the
+// gradients of inputs unless the comment says "writes". N = B*T rows.
+// Loops run on OpenMP threads with static schedules, so results are bit-identical
+// from run to run for the same thread count. Plain versions of each kernel live in
+// kernels/reference.h; tests check these against them.
+#pragma once
+
+#include <cstdint>
+
+namespace elastrain::kernels {
+
+// out (N,C) = wte[tokens] (+ wpe[t] when wpe != nullptr); tokens (B,T), wte (V,C), wpe (maxT,C)
+template <typename T>
+void embedding_forward(T* out, const int32_t* tokens, const T* wte, const T* wpe, int64_t B, int64_t Tn, int64_t C);
+// dwte (V,C) +=, dwpe (maxT,C) += (when non-null); dout (N,C)
+template <typename T>
+void embedding_backward(T* dwte, T* dwpe, const T* dout, const int32_t* tokens, int64_t B, int64_t Tn, int64_t C);
+
+// RMSNorm: out (N,C) = inp * rstd * weight; rstd (N) is saved for backward.
+template <typename T>
+void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight, int64_t N, int64_t C, double eps);
+template <typename T>
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd, int64_t N,
+                      int64_t C);
+
+// LayerNorm: out (N,C) = (inp - mean) * rstd * weight + bias; mean, rstd (N) saved.
+template <typename T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C,
+                       double eps);
+template <typename T>
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const T* mean,
+                        const T* rstd, int64_t N, int64_t C);
+
+// out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC, may be null). Writes out.
+template <typename T>
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int64_t N, int64_t C, int64_t OC);
+// dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) += (when non-null); dout (N,OC)
+template <typename T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int64_t N,
+                     int64_t C, int64_t OC);
+
+// Rotary embeddings, in place, on the q and k heads of qkv (B,T,(Hq+2Hkv)*hd): pairs
+// (2i, 2i+1) of each head at position t are rotated by t * theta^(-2i/hd).
+// cos_sin (T, hd/2, 2) from rope_table. Backward rotates gradients by the inverse angle.
+template <typename T>
+void rope_table(T* cos_sin, int64_t Tn, int64_t hd, double theta);
+template <typename T>
+void rope_forward(T* qkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd);
+template <typename T>
+void rope_backward(T* dqkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd);
+
+// Causal grouped-query attention. qkv (B,T,(Hq+2Hkv)*hd): q heads, then k heads, then
+// v heads; query head h reads kv head h / (Hq/Hkv). Writes out (B,T,Hq*hd) and the
+// softmax probabilities att (B,Hq,T,T) (only the lower triangle is meaningful).
+template <typename T>
+void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd);
+// Writes dqkv (B,T,(Hq+2Hkv)*hd) (it is overwritten, not accumulated).
+template <typename T>
+void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int64_t B, int64_t Tn, int64_t Hq,
+                        int64_t Hkv, int64_t hd);
+
+// SwiGLU: gu (N,2F) holds [gate | up] per row; out (N,F) = silu(gate) * up. Writes out.
+template <typename T>
+void swiglu_forward(T* out, const T* gu, int64_t N, int64_t F);
+// Writes dgu (N,2F).
+template <typename T>
+void swiglu_backward(T* dgu, const T* dout, const T* gu, int64_t N, int64_t F);
+
+// GELU, tanh approximation (GPT-2). Writes out (n); backward writes dinp (n).
+template <typename T>
+void gelu_forward(T* out, const T* inp, int64_t n);
+template <typename T>
+void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n);
+
+// out (n) = a + b. Writes out.
+template <typename T>
+void residual_forward(T* out, const T* a, const T* b, int64_t n);
+
+// Softmax cross-entropy over logits (N,V). losses (N) gets -log p[target] (0 where
+// target < 0, which masks a position). When dlogits is non-null it is written with
+// (softmax - onehot) * dloss, and may alias logits (computed in place).
+template <typename T>
+void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const int32_t* targets, int64_t N,
+                                   int64_t V, T dloss);
+
+}  // namespace elastrain::kernels

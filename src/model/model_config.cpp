@@ -1,0 +1,100 @@
+#include "model/model_config.h"
+
+#include <fmt/format.h>
+
+#include "model/layout.h"
+
+namespace elastrain {
+
+const char* FamilyName(ModelFamily f) { return f == ModelFamily::kLlama ? "llama" : "gpt2"; }
+
+Result<ModelFamily> ParseFamily(const std::string& s) {
+  if (s == "llama" || s == "llama2" || s == "llama3") return ModelFamily::kLlama;
+  if (s == "gpt2" || s == "gpt3" || s == "gpt") return ModelFamily::kGpt2;
+  return Status::InvalidArgument(fmt::format("decoder_block={}: expected one of llama, gpt2", s));
+}
+
+Status ModelConfig::Validate() const {
+  auto positive = [](const char* key, int64_t v) -> Status {
+    if (v <= 0) return Status::InvalidArgument(fmt::format("{}={}: expected a positive integer", key, v));
+    return Status::OK();
+  };
+  ELASTRAIN_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_emb_dim", emb_dim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_decoder_layers", num_layers));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_query_heads", num_heads));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_kv_heads", num_kv_heads));
+  ELASTRAIN_RETURN_IF_ERROR(positive("head_dim", head_dim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_mlp_dim", mlp_dim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("max_target_length", max_seq_len));
+  if (num_heads % num_kv_heads != 0)
+    return Status::InvalidArgument(fmt::format(
+        "base_num_query_heads={} is not divisible by base_num_kv_heads={}: grouped-query attention "
+        "shares each kv head among an equal number of query heads",
+        num_heads, num_kv_heads));
+  if (family == ModelFamily::kGpt2) {
+    if (num_kv_heads != num_heads)
+      return Status::InvalidArgument(fmt::format(
+          "base_num_kv_heads={}: the gpt2 family uses multi-head attention, expected base_num_query_heads={}",
+          num_kv_heads, num_heads));
+    if (num_heads * head_dim != emb_dim)
+      return Status::InvalidArgument(fmt::format(
+          "head_dim={}: the gpt2 family needs base_num_query_heads*head_dim == base_emb_dim ({}*{} != {}); "
+          "head_dim must divide base_emb_dim",
+          head_dim, num_heads, head_dim, emb_dim));
+  }
+  if (family == ModelFamily::kLlama && head_dim % 2 != 0)
+    return Status::InvalidArgument(fmt::format("head_dim={}: RoPE rotates pairs, expected an even head_dim", head_dim));
+  return Status::OK();
+}
+
+int64_t ModelConfig::NumParams() const { return BuildParamLayout(*this).total; }
+
+namespace {
+ModelConfig Make(std::string name, ModelFamily fam, int64_t V, int64_t C, int64_t L, int64_t H, int64_t Hkv,
+                 int64_t hd, int64_t F, int64_t T, double theta = 10000.0) {
+  ModelConfig m;
+  m.name = std::move(name);
+  m.family = fam;
+  m.vocab_size = V;
+  m.emb_dim = C;
+  m.num_layers = L;
+  m.num_heads = H;
+  m.num_kv_heads = Hkv;
+  m.head_dim = hd;
+  m.mlp_dim = F;
+  m.max_seq_len = T;
+  m.rope_theta = theta;
+  m.norm_eps = fam == ModelFamily::kGpt2 ? 1e-5 : 1e-5;
+  return m;
+}
+
+std::vector<ModelConfig> Presets() {
+  using F = ModelFamily;
+  return {
+      // name          family    V       C     L   Hq  Hkv  hd   F      T
+      Make("tiny", F::kLlama, 256, 64, 2, 8, 4, 8, 128, 128),
+      Make("tiny-gpt2", F::kGpt2, 256, 64, 2, 8, 8, 8, 256, 128),
+      Make("small", F::kLlama, 4096, 384, 6, 6, 2, 64, 1024, 256),
+      Make("gpt2-124m", F::kGpt2, 50257, 768, 12, 12, 12, 64, 3072, 1024),
+      Make("llama2-7b", F::kLlama, 32000, 4096, 32, 32, 32, 128, 11008, 4096),
+      Make("llama3-8b", F::kLlama, 128256, 4096, 32, 32, 8, 128, 14336, 8192, 500000.0),
+  };
+}
+}  // namespace
+
+Result<ModelConfig> ModelPreset(const std::string& name) {
+  for (auto& m : Presets())
+    if (m.name == name) return m;
+  std::string names;
+  for (auto& n : ModelPresetNames()) names += (names.empty() ? "" : ", ") + n;
+  return Status::InvalidArgument(fmt::format("model_name={}: unknown model; expected one of default, {}", name, names));
+}
+
+std::vector<std::string> ModelPresetNames() {
+  std::vector<std::string> out;
+  for (auto& m : Presets()) out.push_back(m.name);
+  return out;
+}
+
+}  // namespace elastrain

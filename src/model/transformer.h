@@ -1,0 +1,77 @@
+// A decoder-only transformer (llama or gpt2 family) over flat parameter buffers.
+// The model owns its activations; parameters and gradients belong to the caller and
+// follow model/layout.h. One instance serves micro-batches of up to `max_batch` rows of
+// exactly `seq_len` tokens. Not thread-safe: one step at a time (the kernels inside use
+// all threads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/layout.h"
+#include "model/model_config.h"
+
+namespace elastrain {
+
+enum class RematPolicy {
+  kNone,  // keep every layer's activations for backward
+  kFull,  // keep only each layer's input; recompute the layer in backward
+};
+
+template <typename T>
+class Transformer {
+ public:
+  Transformer(const ModelConfig& cfg, int64_t max_batch, int64_t seq_len, RematPolicy remat);
+  ~Transformer();
+
+  const ModelConfig& config() const { return cfg_; }
+  const ParamLayout& layout() const { return layout_; }
+  int64_t max_batch() const { return max_batch_; }
+  int64_t seq_len() const { return seq_len_; }
+
+  // Forward over `rows` <= max_batch sequences: inputs and targets (rows, seq_len); a
+  // negative target masks its position. Returns the SUM of token losses.
+  double Forward(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows);
+  // Forward and backward: accumulates d(dloss * sum of token losses)/d(params) into
+  // grads and returns the sum of token losses. dloss is typically 1/(tokens in the
+  // global batch), so that accumulated micro-batches give the mean-loss gradient.
+  double ForwardBackward(const T* params, T* grads, const int32_t* inputs, const int32_t* targets, int64_t rows,
+                         T dloss);
+
+  // Bytes of activation memory this instance holds (what remat_policy changes).
+  size_t ActivationBytes() const { return acts_.size() * sizeof(T); }
+  // The same figure without allocating, for planning.
+  static int64_t ActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat);
+
+ private:
+  struct LayerActs;
+  double ForwardImpl(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows, T* grads,
+                     T dloss);
+  void LayerForward(int64_t l, const T* params, LayerActs& a, const T* x_in, T* x_out, int64_t rows);
+  void LayerBackward(int64_t l, const T* params, T* grads, LayerActs& a, const T* x_in, T* dx, int64_t rows);
+  LayerActs& ActsFor(int64_t l);
+
+  ModelConfig cfg_;
+  ParamLayout layout_;
+  int64_t max_batch_, seq_len_;
+  RematPolicy remat_;
+  std::vector<T> acts_;  // every activation buffer, carved into the views below
+  std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
+  std::vector<std::unique_ptr<LayerActs>> layer_acts_;
+  std::vector<T*> resid_;  // L+1 residual-stream buffers (N,C): resid_[l] is layer l's input
+  T* final_norm_ = nullptr;
+  T* final_mean_ = nullptr;
+  T* final_rstd_ = nullptr;
+  T* logits_ = nullptr;
+  T* losses_ = nullptr;
+  // backward scratch
+  T *d_resid_ = nullptr, *d_norm_ = nullptr, *d_qkv_ = nullptr, *d_atty_ = nullptr, *d_up_ = nullptr,
+    *d_h_ = nullptr, *scratch_c_ = nullptr;
+};
+
+// Fills params (layout.total values) from init_weights_seed, deterministically.
+template <typename T>
+void InitParams(const ModelConfig& cfg, const ParamLayout& layout, uint64_t seed, T* params);
+
+}  // namespace elastrain

@@ -1,0 +1,42 @@
+// AdamW with decoupled weight decay, the warmup + cosine learning-rate schedule, and
+// global-norm gradient clipping, over flat fp32 buffers.
+#pragma once
+
+#include <cstdint>
+
+#include "model/layout.h"
+
+namespace elastrain {
+
+struct AdamWOptions {
+  double b1 = 0.9;            // first-moment decay
+  double b2 = 0.95;           // second-moment decay
+  double eps = 1e-8;          // added to sqrt(v_hat)
+  double weight_decay = 0.1;  // decoupled: p -= lr * wd * p, only on matrices (>= 2 dims)
+};
+
+// One AdamW update of params in place; m and v are the moments (same layout), `step`
+// counts from 1 (bias correction). Only tensors of the layout are touched.
+void AdamWUpdate(const ParamLayout& layout, float* params, const float* grads, float* m, float* v, int64_t step,
+                 double lr, const AdamWOptions& opt);
+// The same update restricted to [begin, end) of the flat buffers, with `decay` telling
+// whether weight decay applies. AdamWUpdate calls it per tensor.
+void AdamWUpdateRange(float* params, const float* grads, float* m, float* v, int64_t begin, int64_t end,
+                      int64_t step, double lr, bool decay, const AdamWOptions& opt);
+
+struct ScheduleOptions {
+  double peak_lr = 3e-4;
+  int64_t warmup_steps = 0;          // linear warmup from 0 over these steps
+  int64_t total_steps = 1;           // cosine decay ends here
+  double final_fraction = 0.1;       // lr at total_steps = peak_lr * final_fraction
+};
+// Learning rate for 0-based `step`: linear warmup to peak over warmup_steps, then cosine
+// decay to peak*final_fraction at total_steps (MaxText's schedule).
+double LearningRate(const ScheduleOptions& s, int64_t step);
+
+// Global L2 norm of g[0..n) (accumulated in double, deterministically).
+double GradNorm(const float* g, int64_t n);
+// Scales g so that its norm is at most `threshold` (0 disables); returns the norm before.
+double ClipGradNorm(float* g, int64_t n, double threshold);
+
+}  // namespace elastrain

@@ -1,0 +1,196 @@
+// Kernel tests: each fast forward kernel against its naive reference (kernels/reference.h),
+// and each backward kernel against central finite differences in float64.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/reference.h"
+
+namespace elastrain {
+namespace {
+
+namespace k = kernels;
+namespace ref = kernels::reference;
+using Vec = std::vector<double>;
+
+Vec Random(size_t n, uint64_t seed, double scale = 1.0) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(0.0, scale);
+  Vec v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double Dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Compares analytic gradient `grad` of loss() w.r.t. x with central differences.
+// The tolerance is tight enough that a wrong sign or a missing term fails.
+void ExpectGradMatches(Vec& x, const Vec& grad, const std::function<double()>& loss, const char* what,
+                       double tol = 1e-6) {
+  ASSERT_EQ(x.size(), grad.size());
+  const double h = 1e-5;
+  double max_err = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double old = x[i];
+    x[i] = old + h;
+    double lp = loss();
+    x[i] = old - h;
+    double lm = loss();
+    x[i] = old;
+    double num = (lp - lm) / (2 * h);
+    double err = std::abs(num - grad[i]) / std::max(1.0, std::abs(num));
+    max_err = std::max(max_err, err);
+    ASSERT_LT(err, tol) << what << " element " << i << ": analytic " << grad[i] << " numeric " << num;
+  }
+  EXPECT_LT(max_err, tol) << what;
+}
+
+void ExpectNear(const std::vector<float>& fast, const Vec& slow, double tol, const char* what) {
+  ASSERT_EQ(fast.size(), slow.size());
+  for (size_t i = 0; i < fast.size(); ++i)
+    ASSERT_NEAR(fast[i], slow[i], tol * std::max(1.0, std::abs(slow[i]))) << what << " element " << i;
+}
+
+std::vector<float> ToFloat(const Vec& v) { return std::vector<float>(v.begin(), v.end()); }
+
+TEST(KernelsTest, GemmMatchesReferenceAllTransposes) {
+  for (auto backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas}) {
+    SetGemmBackend(backend);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        const int64_t M = 37, N = 23, K = 19;
+        auto a = ToFloat(Random(M * K, 1)), b = ToFloat(Random(K * N, 2)), c = ToFloat(Random(M * N, 3));
+        auto c_ref = c;
+        Gemm<float>(ta, tb, M, N, K, 0.5f, a.data(), ta ? M : K, b.data(), tb ? K : N, 1.f, c.data(), N);
+        GemmReference<float>(ta, tb, M, N, K, 0.5f, a.data(), ta ? M : K, b.data(), tb ? K : N, 1.f, c_ref.data(), N);
+        for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(c[i], c_ref[i], 1e-4) << "ta=" << ta << " tb=" << tb;
+      }
+  }
+  SetGemmBackend(GemmBackend::kOneDnn);
+}
+
+TEST(KernelsTest, MatmulForwardAndGradient) {
+  const int64_t N = 5, C = 4, OC = 3;
+  Vec x = Random(N * C, 1), w = Random(OC * C, 2), b = Random(OC, 3), r = Random(N * OC, 4);
+  std::vector<float> out(N * OC);
+  auto xf = ToFloat(x), wf = ToFloat(w), bf = ToFloat(b);
+  k::matmul_forward(out.data(), xf.data(), wf.data(), bf.data(), N, C, OC);
+  ExpectNear(out, ref::matmul(x, w, &b, N, C, OC), 1e-5, "matmul");
+  Vec dx(N * C, 0), dw(OC * C, 0), db(OC, 0);
+  k::matmul_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), N, C, OC);
+  auto loss = [&] { return Dot(r, ref::matmul(x, w, &b, N, C, OC)); };
+  ExpectGradMatches(x, dx, loss, "matmul dinp");
+  ExpectGradMatches(w, dw, loss, "matmul dweight");
+  ExpectGradMatches(b, db, loss, "matmul dbias");
+}
+
+TEST(KernelsTest, RmsnormForwardAndGradient) {
+  const int64_t N = 4, C = 8;
+  Vec x = Random(N * C, 5), w = Random(C, 6), r = Random(N * C, 7);
+  Vec out(N * C), rstd(N), dx(N * C, 0), dw(C, 0);
+  k::rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5);
+  ExpectNear(ToFloat(out), ref::rmsnorm(x, w, N, C, 1e-5), 1e-6, "rmsnorm");
+  k::rmsnorm_backward(dx.data(), dw.data(), r.data(), x.data(), w.data(), rstd.data(), N, C);
+  auto loss = [&] { return Dot(r, ref::rmsnorm(x, w, N, C, 1e-5)); };
+  ExpectGradMatches(x, dx, loss, "rmsnorm dinp");
+  ExpectGradMatches(w, dw, loss, "rmsnorm dweight");
+}
+
+TEST(KernelsTest, LayernormForwardAndGradient) {
+  const int64_t N = 4, C = 8;
+  Vec x = Random(N * C, 8), w = Random(C, 9), b = Random(C, 10), r = Random(N * C, 11);
+  Vec out(N * C), mean(N), rstd(N), dx(N * C, 0), dw(C, 0), db(C, 0);
+  k::layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C, 1e-5);
+  ExpectNear(ToFloat(out), ref::layernorm(x, w, b, N, C, 1e-5), 1e-6, "layernorm");
+  k::layernorm_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+  auto loss = [&] { return Dot(r, ref::layernorm(x, w, b, N, C, 1e-5)); };
+  ExpectGradMatches(x, dx, loss, "layernorm dinp");
+  ExpectGradMatches(w, dw, loss, "layernorm dweight");
+  ExpectGradMatches(b, db, loss, "layernorm dbias");
+}
+
+TEST(KernelsTest, RopeForwardAndGradient) {
+  const int64_t B = 2, T = 5, Hq = 4, Hkv = 2, hd = 6, S = (Hq + 2 * Hkv) * hd;
+  Vec qkv = Random(B * T * S, 12), r = Random(B * T * S, 13);
+  Vec table(T * hd);
+  k::rope_table(table.data(), T, hd, 10000.0);
+  Vec fast = qkv;
+  k::rope_forward(fast.data(), table.data(), B, T, Hq, Hkv, hd);
+  ExpectNear(ToFloat(fast), ref::rope(qkv, B, T, Hq, Hkv, hd, 10000.0), 1e-6, "rope");
+  Vec d = r;
+  k::rope_backward(d.data(), table.data(), B, T, Hq, Hkv, hd);
+  ExpectGradMatches(qkv, d, [&] { return Dot(r, ref::rope(qkv, B, T, Hq, Hkv, hd, 10000.0)); }, "rope");
+}
+
+TEST(KernelsTest, AttentionForwardAndGradientGroupedQuery) {
+  for (int64_t Hkv : {1, 2, 4}) {
+    const int64_t B = 2, T = 6, Hq = 4, hd = 3, S = (Hq + 2 * Hkv) * hd;
+    Vec qkv = Random(B * T * S, 14 + Hkv), r = Random(B * T * Hq * hd, 15);
+    Vec out(B * T * Hq * hd), att(B * Hq * T * T), dqkv(B * T * S);
+    k::attention_forward(out.data(), att.data(), qkv.data(), B, T, Hq, Hkv, hd);
+    ExpectNear(ToFloat(out), ref::attention(qkv, B, T, Hq, Hkv, hd), 1e-6, "attention");
+    k::attention_backward(dqkv.data(), r.data(), qkv.data(), att.data(), B, T, Hq, Hkv, hd);
+    ExpectGradMatches(qkv, dqkv, [&] { return Dot(r, ref::attention(qkv, B, T, Hq, Hkv, hd)); }, "attention");
+  }
+}
+
+TEST(KernelsTest, SwigluForwardAndGradient) {
+  const int64_t N = 3, F = 5;
+  Vec gu = Random(N * 2 * F, 16), r = Random(N * F, 17), out(N * F), d(N * 2 * F);
+  k::swiglu_forward(out.data(), gu.data(), N, F);
+  ExpectNear(ToFloat(out), ref::swiglu(gu, N, F), 1e-6, "swiglu");
+  k::swiglu_backward(d.data(), r.data(), gu.data(), N, F);
+  ExpectGradMatches(gu, d, [&] { return Dot(r, ref::swiglu(gu, N, F)); }, "swiglu");
+}
+
+TEST(KernelsTest, GeluForwardAndGradient) {
+  Vec x = Random(20, 18, 2.0), r = Random(20, 19), out(20), d(20);
+  k::gelu_forward(out.data(), x.data(), 20);
+  ExpectNear(ToFloat(out), ref::gelu(x), 1e-6, "gelu");
+  k::gelu_backward(d.data(), x.data(), r.data(), 20);
+  ExpectGradMatches(x, d, [&] { return Dot(r, ref::gelu(x)); }, "gelu");
+}
+
+TEST(KernelsTest, CrossEntropyForwardAndGradientWithMask) {
+  const int64_t N = 4, V = 7;
+  Vec logits = Random(N * V, 20, 3.0), losses(N), d(N * V);
+  std::vector<int32_t> targets = {3, 0, -1, 6};
+  k::crossentropy_forward_backward(losses.data(), d.data(), logits.data(), targets.data(), N, V, 1.0);
+  ExpectNear(ToFloat(losses), ref::crossentropy(logits, targets, N, V), 1e-6, "crossentropy");
+  EXPECT_EQ(losses[2], 0.0);
+  auto loss = [&] {
+    double s = 0;
+    for (double l : ref::crossentropy(logits, targets, N, V)) s += l;
+    return s;
+  };
+  ExpectGradMatches(logits, d, loss, "crossentropy");
+  // In place (dlogits aliasing logits) gives the same gradient.
+  Vec inplace = logits;
+  k::crossentropy_forward_backward(losses.data(), inplace.data(), inplace.data(), targets.data(), N, V, 1.0);
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_DOUBLE_EQ(inplace[i], d[i]);
+}
+
+TEST(KernelsTest, EmbeddingForwardAndGradient) {
+  const int64_t B = 2, T = 3, C = 4, V = 5;
+  std::vector<int32_t> tok = {1, 4, 1, 0, 2, 4};
+  Vec wte = Random(V * C, 21), wpe = Random(T * C, 22), r = Random(B * T * C, 23), out(B * T * C);
+  Vec dwte(V * C, 0), dwpe(T * C, 0);
+  k::embedding_forward(out.data(), tok.data(), wte.data(), wpe.data(), B, T, C);
+  ExpectNear(ToFloat(out), ref::embedding(tok, wte, &wpe, B, T, C), 1e-6, "embedding");
+  k::embedding_backward(dwte.data(), dwpe.data(), r.data(), tok.data(), B, T, C);
+  auto loss = [&] { return Dot(r, ref::embedding(tok, wte, &wpe, B, T, C)); };
+  ExpectGradMatches(wte, dwte, loss, "embedding dwte");
+  ExpectGradMatches(wpe, dwpe, loss, "embedding dwpe");
+}
+
+}  // namespace
+}  // namespace elastrain
