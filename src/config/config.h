@@ -51,10 +51,12 @@ struct TrainConfig {
 };
 
 // Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`
-// ("key=value"). Unknown keys in a YAML file that MaxText defines are collected in
-// `ignored` (reported once by the caller); other unknown keys and every unknown override
-// are errors naming the closest valid key. Resolves `model` from model_name + explicit
-// base_* keys and validates everything; errors name the key and the value.
+// ("key=value", applied in order; the value text is parsed into the key's type).
+// Unknown keys that MaxText defines (in the YAML file or an override) are appended once
+// each to `ignored` (may be null; reported once by the caller); any other unknown key is
+// an error naming the closest valid key. Resolves `model` from model_name + explicit
+// base_* keys (> 0) and validates everything; errors name the key and the value. On
+// success decoder_block and max_target_length hold their resolved values.
 Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
                                std::vector<std::string>* ignored);
 // The resolved config as YAML, every key, loadable by LoadConfig.

@@ -1,0 +1,189 @@
+#include "config/config_keys.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cctype>
+#include <cmath>
+
+namespace elastrain {
+
+// KEY(name, group, field expression, doc): the unary + turns the capture-less lambda
+// into the function pointer that ConfigField holds.
+#define KEY(name, group, expr, doc) \
+  ConfigKey { name, group, +[](TrainConfig& c) { return &c.expr; }, doc }
+
+const std::vector<ConfigKey>& ConfigKeys() {
+  static const std::vector<ConfigKey> keys = {
+      KEY("run_name", "run", run_name, "outputs go to base_output_directory/run_name; no '/'"),
+      KEY("base_output_directory", "run", base_output_directory, "directory that holds one folder per run"),
+      KEY("log_level", "run", log_level, "trace | debug | info | warn | error"),
+      KEY("log_period", "run", log_period, "steps between metrics.jsonl lines"),
+
+      KEY("model_name", "model", model_name, "tiny | tiny-gpt2 | small | gpt2-124m | llama2-7b | llama3-8b | default (set every shape key)"),
+      KEY("decoder_block", "model", decoder_block, "llama | gpt2; empty: the preset's family"),
+      KEY("base_emb_dim", "model", model.emb_dim, "model width C; 0: from the preset"),
+      KEY("base_num_query_heads", "model", model.num_heads, "query heads; 0: from the preset"),
+      KEY("base_num_kv_heads", "model", model.num_kv_heads, "key/value heads, must divide the query heads; 0: from the preset"),
+      KEY("base_mlp_dim", "model", model.mlp_dim, "hidden width of the MLP; 0: from the preset"),
+      KEY("base_num_decoder_layers", "model", model.num_layers, "transformer blocks; 0: from the preset"),
+      KEY("head_dim", "model", model.head_dim, "width of one attention head; 0: from the preset"),
+      KEY("vocab_size", "model", model.vocab_size, "vocabulary size; 0: from the preset"),
+
+      KEY("per_device_batch_size", "batch", per_device_batch_size, "micro-batch rows per worker per accumulation step"),
+      KEY("global_batch_size", "batch", global_batch_size, "0: per_device_batch_size * workers * gradient_accumulation_steps"),
+      KEY("gradient_accumulation_steps", "batch", gradient_accumulation_steps, "micro-batches summed before each optimizer step"),
+      KEY("max_target_length", "batch", max_target_length, "sequence length T; 0: the preset's, capped at 128"),
+
+      KEY("steps", "optimisation", steps, "optimizer steps to train"),
+      KEY("learning_rate", "optimisation", learning_rate, "peak learning rate"),
+      KEY("warmup_steps_fraction", "optimisation", warmup_steps_fraction, "share of steps with linear warmup, in [0,1]"),
+      KEY("cosine_learning_rate_final_fraction", "optimisation", cosine_learning_rate_final_fraction, "final learning rate / peak after cosine decay, in [0,1]"),
+      KEY("adam_b1", "optimisation", adam_b1, "AdamW decay of the first moment, in [0,1)"),
+      KEY("adam_b2", "optimisation", adam_b2, "AdamW decay of the second moment, in [0,1)"),
+      KEY("adam_eps", "optimisation", adam_eps, "AdamW epsilon added to the denominator, > 0"),
+      KEY("adam_weight_decay", "optimisation", adam_weight_decay, "AdamW decoupled weight decay"),
+      KEY("gradient_clipping_threshold", "optimisation", gradient_clipping_threshold, "clip the global gradient norm to this; 0 disables"),
+      KEY("remat_policy", "optimisation", remat_policy, "none | full (recompute each block's activations in backward)"),
+      KEY("init_weights_seed", "optimisation", init_weights_seed, "seed of the weight initialisation"),
+
+      KEY("dataset_type", "data", dataset_type, "synthetic | text"),
+      KEY("dataset_path", "data", dataset_path, "text: a file or a directory of text files"),
+      KEY("tokenizer_path", "data", tokenizer_path, "sentencepiece .model; empty: bytes"),
+      KEY("data_shuffle_seed", "data", data_shuffle_seed, "seed of the data order"),
+      KEY("eval_split_fraction", "data", eval_split_fraction, "share of the corpus held out for validation, in (0,0.5]"),
+      KEY("eval_interval", "data", eval_interval, "steps between evaluations; <= 0: at start and end only"),
+      KEY("eval_steps", "data", eval_steps, "validation batches per evaluation"),
+
+      KEY("num_threads", "compute", num_threads, "CPU threads per worker; 0: all cores"),
+      KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
+      KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
+  };
+  return keys;
+}
+#undef KEY
+
+const ConfigKey* FindConfigKey(std::string_view name) {
+  for (const ConfigKey& k : ConfigKeys())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  // Levenshtein distance, one row at a time.
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string ClosestConfigKey(std::string_view name) {
+  const ConfigKey* best = nullptr;
+  size_t best_d = 0;
+  for (const ConfigKey& k : ConfigKeys()) {
+    size_t d = EditDistance(name, k.name);
+    if (!best || d < best_d) best = &k, best_d = d;
+  }
+  return best->name;
+}
+
+bool IsMaxTextOnlyKey(std::string_view name) {
+  if (FindConfigKey(name)) return false;
+  const auto& names = MaxTextKeyNames();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool IsModelShapeKey(std::string_view name) {
+  static constexpr std::string_view kShapeKeys[] = {"base_emb_dim", "base_num_query_heads", "base_num_kv_heads",
+                                                    "base_mlp_dim", "base_num_decoder_layers", "head_dim",
+                                                    "vocab_size", "max_target_length"};
+  return std::find(std::begin(kShapeKeys), std::end(kShapeKeys), name) != std::end(kShapeKeys);
+}
+
+namespace {
+
+// Drops surrounding blanks and the '_' digit separators YAML 1.1 (and so MaxText's
+// base.yml, e.g. `steps: 150_001`) allows between digits.
+std::string NumberText(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  std::string t = b == std::string::npos ? "" : s.substr(b, e - b + 1);
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) {
+    bool between_digits = i > 0 && i + 1 < t.size() && std::isdigit((unsigned char)t[i - 1]) &&
+                          std::isdigit((unsigned char)t[i + 1]);
+    if (t[i] == '_' && between_digits) continue;
+    out += t[i];
+  }
+  if (out.size() > 1 && out[0] == '+') out.erase(0, 1);  // from_chars takes no '+'
+  return out;
+}
+
+bool ParseDouble(const std::string& text, double* v) {
+  const char* end = text.data() + text.size();
+  double d;
+  auto [p, ec] = std::from_chars(text.data(), end, d);
+  if (ec != std::errc() || p != end || !std::isfinite(d)) return false;
+  *v = d;
+  return true;
+}
+
+bool ParseInt(const std::string& text, int64_t* v) {
+  const char* end = text.data() + text.size();
+  int64_t i;
+  auto [p, ec] = std::from_chars(text.data(), end, i);
+  if (ec == std::errc() && p == end) return *v = i, true;
+  // MaxText writes some integers as floats (per_device_batch_size: 12.0); accept
+  // those that are whole numbers, never 3.5.
+  double d;
+  if (!ParseDouble(text, &d) || d != std::floor(d) || std::fabs(d) > 9.0e18) return false;
+  *v = static_cast<int64_t>(d);
+  return true;
+}
+
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default: out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c) {
+  if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) {
+    if (!ParseInt(NumberText(value), (*f)(*c)))
+      return Status::InvalidArgument(fmt::format("{}={}: expected an integer", key.name, value));
+  } else if (auto f = std::get_if<double* (*)(TrainConfig&)>(&key.field)) {
+    if (!ParseDouble(NumberText(value), (*f)(*c)))
+      return Status::InvalidArgument(fmt::format("{}={}: expected a number (e.g. 0.5 or 1e-3)", key.name, value));
+  } else {
+    *std::get<std::string* (*)(TrainConfig&)>(key.field)(*c) = value;
+  }
+  return Status::OK();
+}
+
+std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c) {
+  // The accessors take a mutable config; formatting only reads through them.
+  auto& m = const_cast<TrainConfig&>(c);
+  if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
+  if (auto f = std::get_if<double* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
+  return Quote(*std::get<std::string* (*)(TrainConfig&)>(key.field)(m));
+}
+
+}  // namespace elastrain

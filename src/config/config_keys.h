@@ -1,0 +1,51 @@
+// The key registry: the one table of every TrainConfig key (name, type, the field it
+// sets, a one-line doc). LoadConfig parses through it, ConfigToYaml prints through it,
+// and a unit test checks it against configs/base.yml. Internal to src/config and tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "config/config.h"
+
+namespace elastrain {
+
+// Each alternative returns the address of the field inside a TrainConfig; a function
+// rather than a member pointer so that nested fields (model.emb_dim) fit the same table.
+using ConfigField = std::variant<int64_t* (*)(TrainConfig&), double* (*)(TrainConfig&),
+                                 std::string* (*)(TrainConfig&)>;
+
+struct ConfigKey {
+  const char* name;   // the YAML / command-line key, MaxText's spelling where it has one
+  const char* group;  // section of configs/base.yml: run, model, batch, ...
+  ConfigField field;
+  const char* doc;    // one line
+};
+
+// Every key, in the order of configs/base.yml. Thread-safe (immutable after first use).
+const std::vector<ConfigKey>& ConfigKeys();
+// nullptr when `name` is not one of ours.
+const ConfigKey* FindConfigKey(std::string_view name);
+// The registry key with the smallest edit distance to `name` (ties: the first).
+std::string ClosestConfigKey(std::string_view name);
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// Keys that MaxText's configs/base.yml defines but elastrain does not implement; such
+// keys are ignored (and reported) instead of rejected. Names only.
+bool IsMaxTextOnlyKey(std::string_view name);
+const std::vector<std::string_view>& MaxTextKeyNames();
+
+// The shape keys: 0 means "from the model_name preset".
+bool IsModelShapeKey(std::string_view name);
+
+// Parses a value given as text ("12", "1e-3", "150_001") into the key's field of `c`.
+// Errors read "per_device_batch_size=abc: expected an integer".
+Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c);
+// The field's value as YAML text: integers and doubles plain (shortest form that parses
+// back to the same double), strings double-quoted.
+std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c);
+
+}  // namespace elastrain

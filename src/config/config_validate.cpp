@@ -1,0 +1,93 @@
+#include "config/config_validate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <string_view>
+
+#include "common/files.h"
+
+namespace elastrain {
+namespace {
+
+Status Bad(std::string_view key, const auto& value, std::string_view expected) {
+  return Status::InvalidArgument(fmt::format("{}={}: {}", key, value, expected));
+}
+
+Status AtLeast(std::string_view key, int64_t v, int64_t min) {
+  if (v >= min) return Status::OK();
+  if (min == 1) return Bad(key, v, "expected a positive integer");
+  return Bad(key, v, fmt::format("expected an integer >= {}", min));
+}
+
+Status NonNegative(std::string_view key, double v) {
+  return v >= 0 ? Status::OK() : Bad(key, v, "expected a number >= 0");
+}
+
+// [0,1] when `one_inclusive`, else [0,1).
+Status Fraction(std::string_view key, double v, bool one_inclusive) {
+  bool ok = v >= 0 && (one_inclusive ? v <= 1 : v < 1);
+  return ok ? Status::OK() : Bad(key, v, one_inclusive ? "expected a number in [0, 1]" : "expected a number in [0, 1)");
+}
+
+Status OneOf(std::string_view key, const std::string& v, std::initializer_list<std::string_view> allowed,
+             std::string_view hint = "") {
+  if (std::find(allowed.begin(), allowed.end(), v) != allowed.end()) return Status::OK();
+  std::string list;
+  for (std::string_view a : allowed) list += fmt::format("{}{}", list.empty() ? "" : ", ", a);
+  return Bad(key, v, fmt::format("expected one of {}{}", list, hint));
+}
+
+Status PathExists(std::string_view key, const std::string& path) {
+  if (FileExists(path) || IsDirectory(path)) return Status::OK();
+  return Bad(key, path, "no such file or directory");
+}
+
+}  // namespace
+
+Status ValidateTrainConfig(const TrainConfig& c) {
+  // --- run ---
+  if (c.run_name.empty()) return Bad("run_name", "", "expected a non-empty name");
+  if (c.run_name.find('/') != std::string::npos)
+    return Bad("run_name", c.run_name, "expected a name without '/' (it names a folder under base_output_directory)");
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("log_level", c.log_level, {"trace", "debug", "info", "warn", "error"}));
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("log_period", c.log_period, 1));
+  // --- batch ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("per_device_batch_size", c.per_device_batch_size, 1));
+  if (c.global_batch_size < 0)
+    return Bad("global_batch_size", c.global_batch_size,
+               "expected an integer >= 0 (0: per_device_batch_size * workers * gradient_accumulation_steps)");
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("gradient_accumulation_steps", c.gradient_accumulation_steps, 1));
+  // --- optimisation ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("steps", c.steps, 1));
+  ELASTRAIN_RETURN_IF_ERROR(NonNegative("learning_rate", c.learning_rate));
+  ELASTRAIN_RETURN_IF_ERROR(Fraction("warmup_steps_fraction", c.warmup_steps_fraction, true));
+  ELASTRAIN_RETURN_IF_ERROR(
+      Fraction("cosine_learning_rate_final_fraction", c.cosine_learning_rate_final_fraction, true));
+  ELASTRAIN_RETURN_IF_ERROR(Fraction("adam_b1", c.adam_b1, false));
+  ELASTRAIN_RETURN_IF_ERROR(Fraction("adam_b2", c.adam_b2, false));
+  if (!(c.adam_eps > 0)) return Bad("adam_eps", c.adam_eps, "expected a number > 0");
+  ELASTRAIN_RETURN_IF_ERROR(NonNegative("adam_weight_decay", c.adam_weight_decay));
+  ELASTRAIN_RETURN_IF_ERROR(NonNegative("gradient_clipping_threshold", c.gradient_clipping_threshold));
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("remat_policy", c.remat_policy, {"none", "full"},
+                                  " (elastrain implements only these; MaxText's finer policies are not supported)"));
+  // --- data ---
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("dataset_type", c.dataset_type, {"synthetic", "text"}));
+  if (c.dataset_type == "text") {
+    if (c.dataset_path.empty())
+      return Bad("dataset_path", "", "dataset_type=text needs a text file or a directory of text files");
+    ELASTRAIN_RETURN_IF_ERROR(PathExists("dataset_path", c.dataset_path));
+  }
+  if (!c.tokenizer_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("tokenizer_path", c.tokenizer_path));
+  if (!(c.eval_split_fraction > 0 && c.eval_split_fraction <= 0.5))
+    return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
+  // --- compute ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_threads", c.num_threads, 0));
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("gemm_backend", c.gemm_backend, {"onednn", "openblas"}));
+  ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
+  return Status::OK();
+}
+
+}  // namespace elastrain

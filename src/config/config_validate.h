@@ -1,0 +1,13 @@
+// Range and consistency checks of a loaded TrainConfig (the model shapes are checked by
+// ModelConfig::Validate during resolution). Internal to src/config.
+#pragma once
+
+#include "config/config.h"
+
+namespace elastrain {
+
+// The first problem found, one line naming the key and its value, e.g.
+// "steps=-3: expected a positive integer".
+Status ValidateTrainConfig(const TrainConfig& c);
+
+}  // namespace elastrain

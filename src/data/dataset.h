@@ -1,0 +1,51 @@
+// Datasets: an indexable, immutable sequence of token windows in two splits.
+// GetSample is const and thread-safe; a Dataset is shared by all loader threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+enum class Split { kTrain, kEval };
+
+struct DatasetOptions {
+  std::string type = "synthetic";  // synthetic | text
+  std::string path;                // text: a text file or a directory of text files
+  std::string tokenizer_path;      // text: sentencepiece .model; empty: bytes
+  std::string cache_dir;           // text: where token caches live; empty: no cache
+  int64_t seq_len = 0;             // T: a sample is T+1 tokens (inputs and shifted targets)
+  int64_t vocab_size = 0;          // the model's V; every token id is below it
+  double eval_split_fraction = 0.05;  // text: share of the windows held out, in [0, 1)
+  uint64_t seed = 0;               // synthetic: the generator's seed
+};
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t num_samples(Split split) const = 0;
+  virtual int64_t seq_len() const = 0;
+  // Writes the T+1 tokens of sample `index` (0 <= index < num_samples(split)) to `out`:
+  // inputs are out[0..T), targets out[1..T]. An index out of range aborts (a caller bug).
+  virtual void GetSample(Split split, int64_t index, int32_t* out) const = 0;
+  // One line for the log: kind, sizes, source.
+  virtual std::string Describe() const = 0;
+};
+
+// Validates the options (errors name the key and the value) and opens the dataset.
+//  synthetic: no files; 1<<20 train and 1<<12 eval samples, each deterministic from
+//    (seed, split, index): an arithmetic progression mod V with a random start and a
+//    small random step, so a model can learn it and the loss can drop.
+//  text: the corpus is tokenised (through the token cache) and cut into windows of
+//    T+1 tokens with stride T; the last eval_split_fraction of the windows (at least
+//    one when the fraction is positive) is the eval split, the rest train. The last
+//    train target is the first eval input: a single shared token, not a whole window.
+Result<std::unique_ptr<Dataset>> OpenDataset(const DatasetOptions& options);
+
+inline constexpr int64_t kSyntheticTrainSamples = int64_t{1} << 20;
+inline constexpr int64_t kSyntheticEvalSamples = int64_t{1} << 12;
+
+}  // namespace elastrain

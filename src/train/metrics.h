@@ -1,0 +1,46 @@
+// What a run reports: metrics.jsonl (one JSON object per line, flushed as written) and
+// a progress line on a terminal.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+class MetricsWriter {
+ public:
+  MetricsWriter() = default;
+  ~MetricsWriter();
+  MetricsWriter(const MetricsWriter&) = delete;
+  MetricsWriter& operator=(const MetricsWriter&) = delete;
+  // Creates (truncates) `path`.
+  Status Open(const std::string& path);
+  // Appends one line and flushes it, so a crash loses at most the line being written.
+  Status Write(const nlohmann::json& record);
+
+ private:
+  std::string path_;
+  std::FILE* f_ = nullptr;
+};
+
+// "step 12/300 | loss 4.1234 | 12.3k tok/s | ETA 1m23s", redrawn in place on a
+// terminal; silent otherwise (the logger carries the same figures every log_period).
+class ProgressLine {
+ public:
+  ProgressLine();
+  bool enabled() const { return enabled_; }
+  void Update(int64_t step, int64_t steps, double loss, double tokens_per_sec, double eta_seconds);
+  void Finish();  // ends the line
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+};
+
+std::string FormatDuration(double seconds);  // "1h02m", "3m05s", "12.3s"
+
+}  // namespace elastrain
