@@ -17,7 +17,7 @@ deps:
 
 demo: deps
 	$(MAKE) build
-	bash scripts/demo.sh
+	bash scripts/demo.sh $(ARGS)
 
 test: deps
 	$(MAKE) build

@@ -140,8 +140,7 @@ Status TrainSentencePiece(const std::vector<std::string>& input_files, int64_t v
     return Status::InvalidArgument("vocab_size=" + std::to_string(vocab_size) + ": expected at least " +
                                    std::to_string(kMinVocab) + " (256 byte pieces, 3 specials and the characters)");
   const std::string out_dir = std::filesystem::path(output_model_path).parent_path().string();
-  if (!out_dir.empty() && !IsDirectory(out_dir))
-    return Status::InvalidArgument(output_model_path + ": directory " + out_dir + " does not exist");
+  if (!out_dir.empty()) ELASTRAIN_RETURN_IF_ERROR(MakeDirs(out_dir));
   std::vector<std::string> files;
   for (const std::string& in : input_files) {
     ELASTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> listed, ListCorpusFiles(in));

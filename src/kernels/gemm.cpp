@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "kernels/profile.h"
 
 namespace elastrain {
 
@@ -39,6 +40,7 @@ template <>
 void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
+  profile::GemmTimer timer(ta, tb, M, N, K);  // no-op unless profile::SetEnabled(true)
   if (g_backend == GemmBackend::kOneDnn) {
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st == dnnl_success) return;

@@ -1,0 +1,584 @@
+// Training throughput against this machine's SGEMM ceiling (docs/performance.md).
+//
+//   build/throughput [--quick] [--backends=onednn,openblas] [--presets=small,gpt2-124m]
+//                    [--seqs=64,256] [--batch=4] [--threads=N] [--no-child]
+//
+// 1. SGEMM ceiling: oneDNN and OpenBLAS sgemm, square and model-shaped, in GFLOP/s.
+//    OpenBLAS picks its kernels when the library loads, from OPENBLAS_CORETYPE or its
+//    own CPU detection, so the other setting is measured in a child process: this
+//    program re-executes itself with OPENBLAS_CORETYPE=SkylakeX set (or unset, when
+//    the parent already has it) and merges the child's JSON line.
+// 2. Full training steps (zero grads, ForwardBackward, ClipGradNorm, AdamWUpdate) per
+//    preset, sequence length and GEMM backend: ms/step, tokens/s, model GFLOP/s
+//    (model/flops.h) and its fraction of the ceiling, and where the time goes.
+// 3. Reference figures from the issue, printed beside ours.
+// The last line of output is one JSON object ("JSON {...}") for machines.
+// Exit codes: 0 success, 2 bad arguments.
+#include <cblas.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/ops.h"
+#include "kernels/profile.h"
+#include "model/flops.h"
+#include "model/model_config.h"
+#include "model/transformer.h"
+#include "optim/optim.h"
+
+using namespace elastrain;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Reference figures quoted by the issue (not measured here).
+constexpr double kLlmcGflops = 27.0;    // llm.c-style OpenMP C trainer, GPT-2 124M, B=4, T=64
+constexpr double kLlmcTokensPerS = 36.0;
+constexpr double kGoalFraction = 0.5;   // goal: gpt2-124m at >= 50% of the SGEMM ceiling
+constexpr const char* kTunedCoretype = "SkylakeX";
+constexpr int kChildTimeoutS = 600;
+
+struct Options {
+  std::vector<std::string> backends = {"onednn", "openblas"};
+  std::vector<std::string> presets = {"small", "gpt2-124m"};
+  std::vector<int64_t> seqs = {64, 256};
+  int64_t batch = 4;
+  int threads = 0;           // 0: all cores
+  double sgemm_seconds = 0.4;  // per shape and library
+  double step_budget_s = 3.0;  // timed steps per configuration: clamp(budget / step, 3, 10)
+  bool child = true;         // also measure OpenBLAS with the other OPENBLAS_CORETYPE
+  bool is_child = false;     // internal: print only the JSON line
+};
+
+std::vector<std::string> Split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t b = 0;
+  while (b <= s.size()) {
+    size_t e = s.find(',', b);
+    if (e == std::string::npos) e = s.size();
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+double Now(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string CoretypeEnv() {
+  const char* c = std::getenv("OPENBLAS_CORETYPE");
+  return c && *c ? c : "unset";
+}
+// "openblas[SkylakeX]": the kernels OpenBLAS actually runs, whatever selected them.
+std::string OpenBlasLabel() { return fmt::format("openblas[{}]", openblas_get_corename()); }
+
+// The CPUs are shared with whatever else runs on the machine (builds, tests, other
+// trainers), which would silently lower every figure. CpuMeter measures how many CPUs
+// other processes kept busy, from /proc/stat minus this process's own CPU time.
+class CpuMeter {
+ public:
+  CpuMeter() : t0_(Clock::now()), busy0_(MachineBusySeconds()), self0_(SelfSeconds()) {}
+  // Average number of CPUs busy with other processes (or stolen by the hypervisor).
+  double OtherCpus() const {
+    const double wall = Now(t0_);
+    if (wall <= 0) return 0;
+    return std::max(0.0, (MachineBusySeconds() - busy0_ - (SelfSeconds() - self0_)) / wall);
+  }
+
+ private:
+  static double MachineBusySeconds() {
+    std::ifstream f("/proc/stat");
+    std::string cpu;
+    long long user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    f >> cpu >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
+    return static_cast<double>(user + nice + sys + irq + softirq + steal) / sysconf(_SC_CLK_TCK);
+  }
+  static double SelfSeconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    auto sec = [](const timeval& t) { return t.tv_sec + 1e-6 * t.tv_usec; };
+    return sec(ru.ru_utime) + sec(ru.ru_stime);
+  }
+  Clock::time_point t0_;
+  double busy0_, self0_;
+};
+
+// ---------------------------------------------------------------- SGEMM ceiling
+struct GemmShape {
+  const char* what;
+  bool ta, tb;
+  int64_t M, N, K;
+};
+
+std::vector<GemmShape> SgemmShapes(const Options& o) {
+  std::vector<GemmShape> s = {{"square", false, true, 1024, 1024, 1024}, {"square", false, true, 2048, 2048, 2048}};
+  // The GEMMs of a gpt2-124m step (matmul_forward / matmul_backward), N = B*T rows.
+  for (int64_t T : o.seqs) {
+    const int64_t rows = o.batch * T;
+    s.push_back({"mlp-up fwd", false, true, rows, 3072, 768});
+    s.push_back({"mlp-down dinp", false, false, rows, 768, 3072});
+    s.push_back({"mlp-up dW", true, false, 3072, 768, rows});
+    s.push_back({"lm-head fwd", false, true, rows, 50257, 768});
+  }
+  return s;
+}
+
+// One library's sgemm on row-major data, timed for about `seconds`.
+double TimeSgemm(bool onednn, const GemmShape& g, double seconds) {
+  const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
+  std::vector<float> a(g.M * g.K, 0.5f), b(g.K * g.N, 0.25f), c(g.M * g.N, 0.f);
+  auto call = [&] {
+    if (onednn) {
+      (void)dnnl_sgemm(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.M, g.N, g.K, 1.f, a.data(), lda, b.data(), ldb, 0.f,
+                       c.data(), g.N);
+    } else {
+      cblas_sgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans, g.M, g.N, g.K,
+                  1.f, a.data(), lda, b.data(), ldb, 0.f, c.data(), g.N);
+    }
+  };
+  call();  // warm up: thread pools, packing buffers, page faults
+  std::vector<double> per_call;
+  auto t0 = Clock::now();
+  do {
+    auto t = Clock::now();
+    call();
+    per_call.push_back(Now(t));
+  } while (Now(t0) < seconds || per_call.size() < 3);
+  return 2.0 * g.M * g.N * g.K / Median(per_call) / 1e9;
+}
+
+json MeasureSgemm(const Options& o, const std::vector<std::string>& libs) {
+  json out = json::array();
+  for (const GemmShape& g : SgemmShapes(o))
+    for (const std::string& lib : libs) {
+      const bool onednn = lib == "onednn";
+      CpuMeter meter;
+      const double gflops = TimeSgemm(onednn, g, o.sgemm_seconds);
+      out.push_back({{"lib", onednn ? "onednn" : OpenBlasLabel()},
+                     {"coretype_env", onednn ? "" : CoretypeEnv()},
+                     {"what", g.what},
+                     {"op", fmt::format("{}{}", g.ta ? 'T' : 'N', g.tb ? 'T' : 'N')},
+                     {"M", g.M},
+                     {"N", g.N},
+                     {"K", g.K},
+                     {"gflops", gflops},
+                     {"other_cpus", meter.OtherCpus()}});
+    }
+  return out;
+}
+
+// ---------------------------------------------------------------- training steps
+struct StepTimes {
+  double total = 0, zero = 0, fwdbwd = 0, gemm = 0, clip = 0, adamw = 0;
+};
+
+json MeasureSteps(const Options& o, const std::string& backend, const std::string& preset, int64_t T) {
+  ModelConfig cfg = ModelPreset(preset).value();
+  SetGemmBackend(ParseGemmBackend(backend).value());
+  const int64_t B = o.batch, tokens = B * T;
+  Transformer<float> model(cfg, B, T, RematPolicy::kNone);
+  const int64_t n = model.layout().total;
+  std::vector<float> params(n), grads(n, 0.f), m(n, 0.f), v(n, 0.f);
+  InitParams(cfg, model.layout(), 1234, params.data());
+  std::vector<int32_t> inputs(tokens), targets(tokens);
+  std::mt19937 rng(7);
+  for (int64_t i = 0; i < tokens; ++i) {
+    inputs[i] = static_cast<int32_t>(rng() % cfg.vocab_size);
+    targets[i] = static_cast<int32_t>(rng() % cfg.vocab_size);
+  }
+  int64_t step = 0;
+  auto run_step = [&]() {
+    StepTimes st;
+    profile::Reset();
+    auto t0 = Clock::now();
+    std::memset(grads.data(), 0, sizeof(float) * n);
+    st.zero = Now(t0);
+    auto t1 = Clock::now();
+    model.ForwardBackward(params.data(), grads.data(), inputs.data(), targets.data(), B, 1.f / tokens);
+    st.fwdbwd = Now(t1);
+    auto t2 = Clock::now();
+    (void)ClipGradNorm(grads.data(), n, 1.0);
+    st.clip = Now(t2);
+    auto t3 = Clock::now();
+    AdamWUpdate(model.layout(), params.data(), grads.data(), m.data(), v.data(), ++step, 3e-4, AdamWOptions{});
+    st.adamw = Now(t3);
+    st.total = Now(t0);
+    st.gemm = profile::GemmTotals().seconds;
+    return st;
+  };
+  CpuMeter meter;
+  profile::SetEnabled(true);
+  const double first = run_step().total;  // warm-up; also sizes the number of timed steps
+  const int timed = std::clamp(static_cast<int>(o.step_budget_s / std::max(first, 1e-3)), 3, 10);
+  std::vector<StepTimes> steps;
+  for (int i = 0; i < timed; ++i) steps.push_back(run_step());
+  auto shapes = profile::GemmByShape();  // of the last step
+  profile::SetEnabled(false);
+  auto med = [&](double StepTimes::*f) {
+    std::vector<double> x;
+    for (auto& s : steps) x.push_back(s.*f);
+    return Median(x);
+  };
+  const double sec = med(&StepTimes::total);
+  const double flops_per_token = TrainingFlopsPerToken(cfg, T);
+  json gemm_shapes = json::array();
+  for (size_t i = 0; i < shapes.size() && i < 6; ++i) {
+    const auto& s = shapes[i];
+    gemm_shapes.push_back({{"op", fmt::format("{}{}", s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N')},
+                           {"M", s.M},
+                           {"N", s.N},
+                           {"K", s.K},
+                           {"calls", s.stats.calls},
+                           {"ms", s.stats.seconds * 1e3},
+                           {"gflops", s.stats.Gflops()}});
+  }
+  return {{"preset", preset},
+          {"backend", backend == "onednn" ? "onednn" : OpenBlasLabel()},
+          {"coretype_env", CoretypeEnv()},
+          {"B", B},
+          {"T", T},
+          {"params", cfg.NumParams()},
+          {"flops_per_token", flops_per_token},
+          {"timed_steps", timed},
+          {"ms_step", sec * 1e3},
+          {"tokens_per_s", tokens / sec},
+          {"model_gflops", flops_per_token * tokens / sec / 1e9},
+          {"ms_zero_grad", med(&StepTimes::zero) * 1e3},
+          {"ms_fwdbwd", med(&StepTimes::fwdbwd) * 1e3},
+          {"ms_gemm", med(&StepTimes::gemm) * 1e3},
+          {"ms_clip", med(&StepTimes::clip) * 1e3},
+          {"ms_adamw", med(&StepTimes::adamw) * 1e3},
+          {"other_cpus", meter.OtherCpus()},
+          {"gemm_shapes", gemm_shapes}};
+}
+
+// ---------------------------------------------------------------- non-GEMM kernels
+// Times the elementwise and attention kernels of one gpt2-family step at the model's
+// shapes, scaled by how many times a step calls each. An estimate (caches are warmer
+// than inside a step), to say which kernel owns the non-GEMM time.
+json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
+  ModelConfig cfg = ModelPreset(preset).value();
+  const int64_t N = B * T, C = cfg.emb_dim, F = cfg.mlp_dim, V = cfg.vocab_size, H = cfg.num_heads;
+  const int64_t Hkv = cfg.num_kv_heads, hd = cfg.head_dim, S = (H + 2 * Hkv) * hd, L = cfg.num_layers;
+  const bool llama = cfg.family == ModelFamily::kLlama;
+  const int64_t U = llama ? 2 * F : F;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto buf = [&](int64_t k) {
+    std::vector<float> x(k);
+    for (auto& e : x) e = 0.1f * nd(rng);
+    return x;
+  };
+  auto x = buf(N * C), y = buf(N * C), dx = buf(N * C), w = buf(C), bvec = buf(C), st1 = buf(N), st2 = buf(N);
+  for (auto& r : st2) r = 1.f;
+  auto qkv = buf(N * S), dqkv = buf(N * S), att = buf(B * H * T * T), atty = buf(N * H * hd);
+  auto up = buf(N * U), h = buf(N * F), dup = buf(N * U), logits = buf(N * V), losses = buf(N), bias = buf(3 * C * 4);
+  std::vector<int32_t> tgt(N);
+  for (auto& t : tgt) t = static_cast<int32_t>(rng() % V);
+  auto time = [](auto&& fn) {
+    fn();
+    std::vector<double> t;
+    for (int i = 0; i < 3; ++i) {
+      auto t0 = Clock::now();
+      fn();
+      t.push_back(Now(t0));
+    }
+    return Median(t);
+  };
+  namespace k = kernels;
+  struct Row {
+    const char* name;
+    double calls;
+    double sec;
+  };
+  std::vector<Row> rows;
+  if (llama) {
+    rows.push_back({"rmsnorm fwd+bwd", 2.0 * L + 1, time([&] {
+                      k::rmsnorm_forward(y.data(), st1.data(), x.data(), w.data(), N, C, 1e-5);
+                      k::rmsnorm_backward(dx.data(), bvec.data(), y.data(), x.data(), w.data(), st1.data(), N, C);
+                    })});
+    rows.push_back({"rope fwd+bwd", double(L), time([&] {
+                      std::vector<float> cs(T * hd);
+                      k::rope_table(cs.data(), T, hd, 1e4);
+                      k::rope_forward(qkv.data(), cs.data(), B, T, H, Hkv, hd);
+                      k::rope_backward(qkv.data(), cs.data(), B, T, H, Hkv, hd);
+                    })});
+    rows.push_back({"swiglu fwd+bwd", double(L), time([&] {
+                      k::swiglu_forward(h.data(), up.data(), N, F);
+                      k::swiglu_backward(dup.data(), h.data(), up.data(), N, F);
+                    })});
+  } else {
+    rows.push_back({"layernorm fwd+bwd", 2.0 * L + 1, time([&] {
+                      k::layernorm_forward(y.data(), st1.data(), st2.data(), x.data(), w.data(), bvec.data(), N, C,
+                                           1e-5);
+                      k::layernorm_backward(dx.data(), w.data(), bvec.data(), y.data(), x.data(), w.data(),
+                                            st1.data(), st2.data(), N, C);
+                    })});
+    rows.push_back({"gelu fwd+bwd", double(L), time([&] {
+                      k::gelu_forward(h.data(), up.data(), N * F);
+                      k::gelu_backward(dup.data(), up.data(), h.data(), N * F);
+                    })});
+  }
+  rows.push_back({"attention fwd", double(L), time([&] {
+                    k::attention_forward(atty.data(), att.data(), qkv.data(), B, T, H, Hkv, hd);
+                  })});
+  rows.push_back({"attention bwd", double(L), time([&] {
+                    k::attention_backward(dqkv.data(), atty.data(), qkv.data(), att.data(), B, T, H, Hkv, hd);
+                  })});
+  rows.push_back({"residual add", 2.0 * L, time([&] { k::residual_forward(y.data(), x.data(), dx.data(), N * C); })});
+  rows.push_back({"crossentropy fwd+bwd", 1.0, time([&] {
+                    // in place, as in the model; later repetitions see other values, at the same cost
+                    k::crossentropy_forward_backward(losses.data(), logits.data(), logits.data(), tgt.data(), N, V,
+                                                     1.f / N);
+                  })});
+  json out = json::array();
+  for (const Row& r : rows) out.push_back({{"kernel", r.name}, {"calls", r.calls}, {"ms", r.sec * r.calls * 1e3}});
+  return out;
+}
+
+// ---------------------------------------------------------------- child process
+// Re-executes this binary with OPENBLAS_CORETYPE flipped and returns its JSON, or null.
+json RunChild(const Options& o) {
+  char exe[4096];
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (len <= 0) return nullptr;
+  exe[len] = '\0';
+  const bool parent_has = CoretypeEnv() != "unset";
+  const std::string seqs = fmt::format("{}", fmt::join(o.seqs, ","));
+  const std::string presets = fmt::format("{}", fmt::join(o.presets, ","));
+  const std::string cmd = fmt::format(
+      "timeout {} env {} '{}' --child-run --backends=openblas --presets={} --seqs={} --batch={} --threads={} "
+      "--sgemm-seconds={} --step-budget={}",
+      kChildTimeoutS, parent_has ? "-u OPENBLAS_CORETYPE" : fmt::format("OPENBLAS_CORETYPE={}", kTunedCoretype), exe,
+      presets.empty() ? "none" : presets, seqs, o.batch, o.threads, o.sgemm_seconds, o.step_budget_s);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return nullptr;
+  std::string out;
+  char line[1 << 16];
+  while (fgets(line, sizeof(line), p)) out += line;
+  const int rc = pclose(p);
+  const size_t at = out.rfind("JSON ");
+  if (rc != 0 || at == std::string::npos) {
+    fmt::print("child run failed (exit {}): {}\n", rc, cmd);
+    return nullptr;
+  }
+  return json::parse(out.substr(at + 5), nullptr, false);
+}
+
+// ---------------------------------------------------------------- output
+void PrintReport(const json& r) {
+  fmt::print("\n== SGEMM, {} threads, GFLOP/s (median call) ==\n", r["threads"].get<int>());
+  fmt::print("{:<16}{:>4}{:>7}{:>7}{:>7}  {:<22}{:>9}{:>7}\n", "what", "op", "M", "N", "K", "library", "GFLOP/s",
+             "busy");
+  for (const auto& s : r["sgemm"])
+    fmt::print("{:<16}{:>4}{:>7}{:>7}{:>7}  {:<22}{:>9.1f}{:>7.2f}\n", s["what"].get<std::string>(),
+               s["op"].get<std::string>(), s["M"].get<int64_t>(), s["N"].get<int64_t>(), s["K"].get<int64_t>(),
+               s["lib"].get<std::string>(), s["gflops"].get<double>(), s["other_cpus"].get<double>());
+  const double ceil = r["ceiling_gflops"].get<double>();
+  fmt::print("ceiling (best square): {:.1f} GFLOP/s by {}\n", ceil, r["ceiling_lib"].get<std::string>());
+  double worst = 0;
+  for (const auto& part : {r["sgemm"], r["steps"]})
+    for (const auto& s : part) worst = std::max(worst, s["other_cpus"].get<double>());
+  if (worst > 0.1)
+    fmt::print("WARNING: other processes kept up to {:.2f} of {} CPUs busy during this run (column busy);\n"
+               "         the affected figures are lower than this machine gives when idle. Rerun when idle.\n",
+               worst, r["cpus"].get<int>());
+
+  if (!r["steps"].empty()) {
+    fmt::print("\n== Training step (zero grads + ForwardBackward + ClipGradNorm + AdamW), median ==\n");
+    fmt::print("{:<10}{:>3}{:>5} {:<20}{:>9}{:>9}{:>9}{:>7}{:>9}{:>9}{:>8}{:>7}{:>6}\n", "preset", "B", "T",
+               "backend", "ms/step", "tok/s", "GFLOP/s", "%ceil", "gemm ms", "gemm GF", "other", "adamw", "busy");
+    for (const auto& s : r["steps"]) {
+      const double ms = s["ms_step"], gemm = s["ms_gemm"], adamw = s["ms_adamw"];
+      const double gemm_flops = s["flops_per_token"].get<double>() * s["B"].get<int64_t>() * s["T"].get<int64_t>();
+      fmt::print("{:<10}{:>3}{:>5} {:<20}{:>9.1f}{:>9.0f}{:>9.1f}{:>6.1f}%{:>9.1f}{:>9.1f}{:>8.1f}{:>7.1f}{:>6.2f}\n",
+                 s["preset"].get<std::string>(), s["B"].get<int64_t>(), s["T"].get<int64_t>(),
+                 s["backend"].get<std::string>(), ms, s["tokens_per_s"].get<double>(),
+                 s["model_gflops"].get<double>(), 100.0 * s["model_gflops"].get<double>() / ceil, gemm,
+                 gemm > 0 ? gemm_flops / (gemm * 1e-3) / 1e9 : 0.0, ms - gemm - adamw, adamw,
+                 s["other_cpus"].get<double>());
+    }
+    fmt::print("gemm ms: time inside Gemm<float> (kernels/profile.h); gemm GF: model FLOPs / gemm time;\n"
+               "other: everything else (non-GEMM kernels, zero grads, clip); adamw: the optimizer update.\n"
+               "busy: CPUs kept busy by OTHER processes meanwhile (of {}); above ~0.1 the row is too low.\n",
+               r["cpus"].get<int>());
+    for (const auto& s : r["steps"]) {
+      if (s["preset"] != "gpt2-124m" || s["backend"] != "onednn") continue;
+      fmt::print("\nslowest GEMMs of one step, {} T={} {}:\n", s["preset"].get<std::string>(), s["T"].get<int64_t>(),
+                 s["backend"].get<std::string>());
+      for (const auto& g : s["gemm_shapes"])
+        fmt::print("  {} M={:<6} N={:<6} K={:<6} x{:<3} {:>8.1f} ms {:>7.1f} GFLOP/s\n", g["op"].get<std::string>(),
+                   g["M"].get<int64_t>(), g["N"].get<int64_t>(), g["K"].get<int64_t>(), g["calls"].get<int64_t>(),
+                   g["ms"].get<double>(), g["gflops"].get<double>());
+    }
+  }
+  for (const auto& [key, rows] : r["kernels"].items()) {
+    fmt::print("\nnon-GEMM kernels per step, {} (isolated, x calls per step):\n", key);
+    for (const auto& k : rows)
+      fmt::print("  {:<22} x{:<4} {:>8.1f} ms\n", k["kernel"].get<std::string>(), k["calls"].get<double>(),
+                 k["ms"].get<double>());
+  }
+  fmt::print("\n== Reference (from the issue, not measured here) ==\n");
+  fmt::print("llm.c-style C trainer, gpt2-124m B=4 T=64: {:.0f} GFLOP/s, {:.0f} tokens/s\n", kLlmcGflops,
+             kLlmcTokensPerS);
+  fmt::print("goal: gpt2-124m at >= {:.0f}% of the ceiling = {:.0f} GFLOP/s\n", 100 * kGoalFraction,
+             kGoalFraction * ceil);
+}
+
+bool ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&](const char* key) -> const char* {
+      const size_t n = std::strlen(key);
+      return a.compare(0, n, key) == 0 ? a.c_str() + n : nullptr;
+    };
+    if (a == "--quick") {
+      o->presets = {"small", "gpt2-124m"};
+      o->seqs = {64};
+      o->sgemm_seconds = 0.2;
+      o->step_budget_s = 1.0;
+    } else if (a == "--no-child") {
+      o->child = false;
+    } else if (a == "--child-run") {
+      o->is_child = true;
+      o->child = false;
+    } else if (const char* v = val("--backends=")) {
+      o->backends = Split(v);
+    } else if (const char* v = val("--presets=")) {
+      o->presets = std::string(v) == "none" ? std::vector<std::string>{} : Split(v);
+    } else if (const char* v = val("--seqs=")) {
+      o->seqs.clear();
+      for (auto& s : Split(v)) o->seqs.push_back(std::atoll(s.c_str()));
+    } else if (const char* v = val("--batch=")) {
+      o->batch = std::atoll(v);
+    } else if (const char* v = val("--threads=")) {
+      o->threads = std::atoi(v);
+    } else if (const char* v = val("--sgemm-seconds=")) {
+      o->sgemm_seconds = std::atof(v);
+    } else if (const char* v = val("--step-budget=")) {
+      o->step_budget_s = std::atof(v);
+    } else {
+      fmt::print(stderr, "unknown argument {}\nusage: {} [--quick] [--no-child] [--backends=onednn,openblas] "
+                 "[--presets=small,gpt2-124m] [--seqs=64,256] [--batch=4] [--threads=N]\n", a, argv[0]);
+      return false;
+    }
+  }
+  for (auto& b : o->backends)
+    if (!ParseGemmBackend(b).ok()) {
+      fmt::print(stderr, "--backends: {}: expected onednn or openblas\n", b);
+      return false;
+    }
+  for (auto& p : o->presets)
+    if (!ModelPreset(p).ok()) {
+      fmt::print(stderr, "--presets: {}\n", ModelPreset(p).status().ToString());
+      return false;
+    }
+  if (o->batch <= 0 || o->seqs.empty()) {
+    fmt::print(stderr, "--batch and --seqs must be positive\n");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseArgs(argc, argv, &o)) return 2;
+  SetComputeThreads(o.threads);
+  const auto t_start = Clock::now();
+
+  json r;
+  r["threads"] = ComputeThreads();
+  r["cpus"] = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  r["loadavg_at_start"] = [] {
+    std::ifstream f("/proc/loadavg");
+    double l1 = 0;
+    f >> l1;
+    return l1;
+  }();
+  r["openblas_coretype_env"] = CoretypeEnv();
+  r["openblas_core"] = openblas_get_corename();
+  r["openblas_config"] = openblas_get_config();
+  const dnnl_version_t* dv = dnnl_version();
+  r["onednn_version"] = fmt::format("{}.{}.{}", dv->major, dv->minor, dv->patch);
+  r["onednn_isa"] = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  if (!o.is_child) {
+    fmt::print("throughput: {} threads; OPENBLAS_CORETYPE={} -> OpenBLAS core {} ({}); oneDNN {} isa {}\n",
+               r["threads"].get<int>(), CoretypeEnv(), openblas_get_corename(), openblas_get_config(),
+               r["onednn_version"].get<std::string>(), r["onednn_isa"].get<std::string>());
+    std::fflush(stdout);
+  }
+
+  std::vector<std::string> libs;
+  for (auto& b : o.backends) libs.push_back(b);
+  r["sgemm"] = MeasureSgemm(o, libs);
+  r["steps"] = json::array();
+  for (const auto& backend : o.backends)
+    for (const auto& preset : o.presets)
+      for (int64_t T : o.seqs) {
+        r["steps"].push_back(MeasureSteps(o, backend, preset, T));
+        if (!o.is_child) {
+          const auto& s = r["steps"].back();
+          fmt::print("  measured {} T={} {}: {:.1f} ms/step\n", preset, T, s["backend"].get<std::string>(),
+                     s["ms_step"].get<double>());
+          std::fflush(stdout);
+        }
+      }
+  r["kernels"] = json::object();
+  if (!o.is_child)
+    for (const auto& preset : o.presets)
+      for (int64_t T : o.seqs) r["kernels"][fmt::format("{} B={} T={}", preset, o.batch, T)] = MeasureKernels(preset, o.batch, T);
+
+  if (o.child) {
+    const bool want_openblas = std::find(o.backends.begin(), o.backends.end(), "openblas") != o.backends.end();
+    json c = want_openblas ? RunChild(o) : json(nullptr);
+    if (c.is_object()) {
+      for (auto& s : c["sgemm"]) r["sgemm"].push_back(s);
+      for (auto& s : c["steps"]) r["steps"].push_back(s);
+      r["child_openblas_core"] = c["openblas_core"];
+      r["child_coretype_env"] = c["openblas_coretype_env"];
+    }
+  }
+  double ceil = 0;
+  std::string ceil_lib;
+  for (const auto& s : r["sgemm"])
+    if (s["what"] == "square" && s["gflops"].get<double>() > ceil) {
+      ceil = s["gflops"];
+      ceil_lib = s["lib"];
+    }
+  r["ceiling_gflops"] = ceil;
+  r["ceiling_lib"] = ceil_lib;
+  for (auto& s : r["steps"]) s["fraction_of_ceiling"] = ceil > 0 ? s["model_gflops"].get<double>() / ceil : 0.0;
+  r["reference"] = {{"llmc_gflops", kLlmcGflops}, {"llmc_tokens_per_s", kLlmcTokensPerS}, {"goal_fraction", kGoalFraction}};
+  r["wall_s"] = Now(t_start);
+  if (!o.is_child) {
+    PrintReport(r);
+    fmt::print("total benchmark time {:.0f} s\n", r["wall_s"].get<double>());
+  }
+  fmt::print("JSON {}\n", r.dump());
+  return 0;
+}
