@@ -8,6 +8,9 @@
 namespace elastrain {
 
 int RunTrainCommand(const std::vector<std::string>& args);
+// Internal: one rank of a multi-worker run, started by the launcher.
+int RunWorkerCommand(const std::vector<std::string>& args);
 int RunTokenizerCommand(const std::vector<std::string>& args);
+int RunPlanCommand(const std::vector<std::string>& args);
 
 }  // namespace elastrain

@@ -12,6 +12,8 @@ void PrintUsage() {
       "usage: elastrain <command> [args]\n"
       "commands:\n"
       "  train [CONFIG.yml] [key=value ...]   train a model (keys: configs/base.yml)\n"
+      "  plan [CONFIG.yml] [key=value ...]    print the mesh and per-rank memory, FLOPs and\n"
+      "                                       collective volume, without training\n"
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
       "                                       train a sentencepiece BPE tokenizer\n");
 }
@@ -25,7 +27,9 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   if (cmd == "train") return elastrain::RunTrainCommand(args);
+  if (cmd == "worker") return elastrain::RunWorkerCommand(args);
   if (cmd == "tokenizer") return elastrain::RunTokenizerCommand(args);
+  if (cmd == "plan") return elastrain::RunPlanCommand(args);
   std::fprintf(stderr, "elastrain: unknown command '%s'\n", cmd.c_str());
   PrintUsage();
   return 2;

@@ -13,6 +13,8 @@ std::string Status::ToString() const {
     case StatusCode::kOutOfMemory: name = "OutOfMemory"; break;
     case StatusCode::kFailedPrecondition: name = "FailedPrecondition"; break;
     case StatusCode::kInternal: name = "Internal"; break;
+    case StatusCode::kDeadlineExceeded: name = "DeadlineExceeded"; break;
+    case StatusCode::kUnavailable: name = "Unavailable"; break;
   }
   return std::string(name) + ": " + message_;
 }

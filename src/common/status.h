@@ -18,6 +18,8 @@ enum class StatusCode {
   kOutOfMemory,       // a configuration that cannot fit in memory
   kFailedPrecondition,
   kInternal,
+  kDeadlineExceeded,  // a blocking call ran past its timeout (e.g. a stalled peer)
+  kUnavailable,       // a peer or service went away (e.g. a connection reset)
 };
 
 class [[nodiscard]] Status {
@@ -31,6 +33,8 @@ class [[nodiscard]] Status {
   static Status OutOfMemory(std::string m) { return Status(StatusCode::kOutOfMemory, std::move(m)); }
   static Status FailedPrecondition(std::string m) { return Status(StatusCode::kFailedPrecondition, std::move(m)); }
   static Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
+  static Status DeadlineExceeded(std::string m) { return Status(StatusCode::kDeadlineExceeded, std::move(m)); }
+  static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

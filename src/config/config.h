@@ -48,6 +48,13 @@ struct TrainConfig {
   int64_t num_threads = 0;                   // 0: all cores
   std::string gemm_backend = "onednn";       // onednn | openblas
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
+  std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
+  // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
+  int64_t num_workers = 1;                   // ranks; data x fsdp x tensor must multiply to this
+  int64_t ici_data_parallelism = 0;          // > 0: size; 0: not given; -1: fill with the workers left
+  int64_t ici_fsdp_parallelism = 0;          // all three 0: chosen automatically (ResolveMesh)
+  int64_t ici_tensor_parallelism = 0;
+  double collective_timeout = 60;            // seconds a collective may block
 };
 
 // Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`

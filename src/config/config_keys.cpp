@@ -59,6 +59,13 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("num_threads", "compute", num_threads, "CPU threads per worker; 0: all cores"),
       KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
+      KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
+
+      KEY("num_workers", "parallelism", num_workers, "worker processes (ranks); the mesh axes multiply to this"),
+      KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch; 0: not given, -1: fill with the workers left"),
+      KEY("ici_fsdp_parallelism", "parallelism", ici_fsdp_parallelism, "ranks that shard params, grads and optimizer state (FSDP); 0: not given, -1: fill"),
+      KEY("ici_tensor_parallelism", "parallelism", ici_tensor_parallelism, "ranks that split each layer's heads and MLP rows; 0: not given, -1: fill"),
+      KEY("collective_timeout", "parallelism", collective_timeout, "seconds a collective may block before the step fails, > 0"),
   };
   return keys;
 }

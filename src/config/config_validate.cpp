@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "common/files.h"
 
 namespace elastrain {
 namespace {
+
+// Ranks are ints (Gloo's too); this bound keeps every rank and group size far from overflow.
+constexpr int64_t kMaxWorkers = 1 << 20;
 
 Status Bad(std::string_view key, const auto& value, std::string_view expected) {
   return Status::InvalidArgument(fmt::format("{}={}: {}", key, value, expected));
@@ -87,6 +91,22 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_threads", c.num_threads, 0));
   ELASTRAIN_RETURN_IF_ERROR(OneOf("gemm_backend", c.gemm_backend, {"onednn", "openblas"}));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
+  // --- parallelism (the product and the model constraints: ResolveMesh in comm/mesh.h) ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_workers", c.num_workers, 1));
+  if (c.num_workers > kMaxWorkers)
+    return Bad("num_workers", c.num_workers, fmt::format("expected at most {} workers", kMaxWorkers));
+  const char* fill_key = nullptr;
+  for (auto [key, v] : {std::pair<const char*, int64_t>{"ici_data_parallelism", c.ici_data_parallelism},
+                        {"ici_fsdp_parallelism", c.ici_fsdp_parallelism},
+                        {"ici_tensor_parallelism", c.ici_tensor_parallelism}}) {
+    if (v < -1) return Bad(key, v, "expected a positive integer, 0 (not given) or -1 (fill with the workers left)");
+    if (v == -1 && fill_key)
+      return Status::InvalidArgument(
+          fmt::format("{}=-1 and {}=-1: at most one mesh axis may be -1 (fill)", fill_key, key));
+    if (v == -1) fill_key = key;
+  }
+  if (!(c.collective_timeout > 0))
+    return Bad("collective_timeout", c.collective_timeout, "expected a number of seconds > 0");
   return Status::OK();
 }
 

@@ -140,7 +140,8 @@ void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* 
   k::matmul_forward(a.qkv, a.norm1, w + o.wq, bias(o.bq), N, C, d.S);
   if (llama) k::rope_forward(a.qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
   k::attention_forward(a.atty, a.att, a.qkv, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
-  k::matmul_forward(scratch_c_, a.atty, w + o.wo, bias(o.bo), N, d.QD, C);
+  k::matmul_forward(scratch_c_, a.atty, w + o.wo, RowParallelBias(w, o.bo), N, d.QD, C);
+  TensorAllReduce(scratch_c_, N * C);
   k::residual_forward(a.x_mid, x_in, scratch_c_, N * C);
   // MLP block: x_out = x_mid + down(act(up(norm2(x_mid))))
   if (llama) k::rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, w + o.mlp_norm_w, N, C, cfg_.norm_eps);
@@ -152,7 +153,8 @@ void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* 
     k::matmul_forward(a.up, a.norm2, w + o.w_up, w + o.b_up, N, C, d.F);
     k::gelu_forward(a.h, a.up, N * d.F);
   }
-  k::matmul_forward(scratch_c_, a.h, w + o.w_down, bias(o.b_down), N, d.F, C);
+  k::matmul_forward(scratch_c_, a.h, w + o.w_down, RowParallelBias(w, o.b_down), N, d.F, C);
+  TensorAllReduce(scratch_c_, N * C);
   k::residual_forward(x_out, a.x_mid, scratch_c_, N * C);
 }
 
@@ -175,6 +177,7 @@ void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, co
   std::memset(d_norm_, 0, sizeof(T) * N * C);
   if (llama) k::matmul_backward(d_norm_, g + o.w_gate, static_cast<T*>(nullptr), d_up_, a.norm2, w + o.w_gate, N, C, d.U);
   else k::matmul_backward(d_norm_, g + o.w_up, g + o.b_up, d_up_, a.norm2, w + o.w_up, N, C, d.U);
+  TensorAllReduce(d_norm_, N * C);
   if (llama) k::rmsnorm_backward(dx, g + o.mlp_norm_w, d_norm_, a.x_mid, w + o.mlp_norm_w, a.rstd2, N, C);
   else k::layernorm_backward(dx, g + o.mlp_norm_w, g + o.mlp_norm_b, d_norm_, a.x_mid, w + o.mlp_norm_w, a.mean2, a.rstd2, N, C);
   // Attention block; dx now holds dL/dx_mid.
@@ -184,8 +187,26 @@ void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, co
   if (llama) k::rope_backward(d_qkv_, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
   std::memset(d_norm_, 0, sizeof(T) * N * C);
   k::matmul_backward(d_norm_, g + o.wq, gb(o.bq), d_qkv_, a.norm1, w + o.wq, N, C, d.S);
+  TensorAllReduce(d_norm_, N * C);
   if (llama) k::rmsnorm_backward(dx, g + o.attn_norm_w, d_norm_, x_in, w + o.attn_norm_w, a.rstd1, N, C);
   else k::layernorm_backward(dx, g + o.attn_norm_w, g + o.attn_norm_b, d_norm_, x_in, w + o.attn_norm_w, a.mean1, a.rstd1, N, C);
+}
+
+template <typename T>
+void Transformer<T>::SetTensorParallel(int tensor_rank, AllReduceFn allreduce) {
+  tensor_rank_ = tensor_rank;
+  tensor_allreduce_ = std::move(allreduce);
+}
+
+template <typename T>
+void Transformer<T>::TensorAllReduce(T* data, int64_t n) {
+  if (!tensor_allreduce_ || !comm_status_.ok()) return;
+  comm_status_ = tensor_allreduce_(data, n);
+}
+
+template <typename T>
+const T* Transformer<T>::RowParallelBias(const T* w, int64_t off) const {
+  return off >= 0 && tensor_rank_ == 0 ? w + off : nullptr;
 }
 
 template <typename T>
@@ -195,6 +216,7 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   const int64_t N = d.N, C = d.C, L = cfg_.num_layers;
   const bool llama = cfg_.family == ModelFamily::kLlama;
   const bool remat = remat_ == RematPolicy::kFull;
+  comm_status_ = Status::OK();
   k::embedding_forward(resid_[0], inputs, w + layout_.wte, llama ? nullptr : w + layout_.wpe, rows, seq_len_, C);
   for (int64_t l = 0; l < L; ++l) LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);
   if (llama) k::rmsnorm_forward(final_norm_, final_rstd_, resid_[L], w + layout_.final_norm_w, N, C, cfg_.norm_eps);

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
+
+#include "common/status.h"
 
 #include "model/layout.h"
 #include "model/model_config.h"
@@ -39,6 +42,17 @@ class Transformer {
   double ForwardBackward(const T* params, T* grads, const int32_t* inputs, const int32_t* targets, int64_t rows,
                          T dloss);
 
+  // Tensor parallelism (Megatron): this instance is built from the tensor-LOCAL config
+  // (heads and MLP rows divided by the tensor degree) and `allreduce` sums a buffer over
+  // the tensor-parallel peers. Row-parallel outputs (wo, w_down) are summed in forward,
+  // the inputs' gradients of column-parallel GEMMs (wq/wk/wv, w_gate/w_up) in backward.
+  // Row-parallel biases are added by tensor rank 0 only, so the sum adds them once.
+  using AllReduceFn = std::function<Status(T* data, int64_t n)>;
+  void SetTensorParallel(int tensor_rank, AllReduceFn allreduce);
+  // The first collective failure of the last Forward/ForwardBackward (then its results
+  // are meaningless), or OK.
+  const Status& comm_status() const { return comm_status_; }
+
   // Bytes of activation memory this instance holds (what remat_policy changes).
   size_t ActivationBytes() const { return acts_.size() * sizeof(T); }
   // The same figure without allocating, for planning.
@@ -51,11 +65,16 @@ class Transformer {
   void LayerForward(int64_t l, const T* params, LayerActs& a, const T* x_in, T* x_out, int64_t rows);
   void LayerBackward(int64_t l, const T* params, T* grads, LayerActs& a, const T* x_in, T* dx, int64_t rows);
   LayerActs& ActsFor(int64_t l);
+  void TensorAllReduce(T* data, int64_t n);  // no-op without tensor parallelism
+  const T* RowParallelBias(const T* w, int64_t off) const;
 
   ModelConfig cfg_;
   ParamLayout layout_;
   int64_t max_batch_, seq_len_;
   RematPolicy remat_;
+  int tensor_rank_ = 0;
+  AllReduceFn tensor_allreduce_;
+  Status comm_status_;
   std::vector<T> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
   std::vector<std::unique_ptr<LayerActs>> layer_acts_;

@@ -7,15 +7,15 @@
 
 namespace elastrain {
 
-void AdamWUpdateRange(float* p, const float* g, float* m, float* v, int64_t begin, int64_t end, int64_t step,
-                      double lr, bool decay, const AdamWOptions& o) {
+void AdamWUpdateSpan(float* p, const float* g, float* m, float* v, int64_t n, int64_t step, double lr, bool decay,
+                     const AdamWOptions& o) {
   const float b1 = static_cast<float>(o.b1), b2 = static_cast<float>(o.b2);
   const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(o.b1, static_cast<double>(step))));
   const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(o.b2, static_cast<double>(step))));
   const float flr = static_cast<float>(lr), eps = static_cast<float>(o.eps);
   const float wd = decay ? static_cast<float>(o.weight_decay) : 0.f;
 #pragma omp parallel for simd schedule(static)
-  for (int64_t i = begin; i < end; ++i) {
+  for (int64_t i = 0; i < n; ++i) {
     float mi = b1 * m[i] + (1.f - b1) * g[i];
     float vi = b2 * v[i] + (1.f - b2) * g[i] * g[i];
     m[i] = mi;
@@ -27,7 +27,8 @@ void AdamWUpdateRange(float* p, const float* g, float* m, float* v, int64_t begi
 void AdamWUpdate(const ParamLayout& layout, float* params, const float* grads, float* m, float* v, int64_t step,
                  double lr, const AdamWOptions& opt) {
   for (const ParamTensor& t : layout.tensors)
-    AdamWUpdateRange(params, grads, m, v, t.offset, t.offset + t.size, step, lr, t.shape.size() >= 2, opt);
+    AdamWUpdateSpan(params + t.offset, grads + t.offset, m + t.offset, v + t.offset, t.size, step, lr,
+                    t.shape.size() >= 2, opt);
 }
 
 double LearningRate(const ScheduleOptions& s, int64_t step) {

@@ -19,10 +19,10 @@ struct AdamWOptions {
 // counts from 1 (bias correction). Only tensors of the layout are touched.
 void AdamWUpdate(const ParamLayout& layout, float* params, const float* grads, float* m, float* v, int64_t step,
                  double lr, const AdamWOptions& opt);
-// The same update restricted to [begin, end) of the flat buffers, with `decay` telling
-// whether weight decay applies. AdamWUpdate calls it per tensor.
-void AdamWUpdateRange(float* params, const float* grads, float* m, float* v, int64_t begin, int64_t end,
-                      int64_t step, double lr, bool decay, const AdamWOptions& opt);
+// The same update of n consecutive values, with `decay` telling whether weight decay
+// applies. AdamWUpdate calls it per tensor; a sharded optimizer per slice of a tensor.
+void AdamWUpdateSpan(float* params, const float* grads, float* m, float* v, int64_t n, int64_t step, double lr,
+                     bool decay, const AdamWOptions& opt);
 
 struct ScheduleOptions {
   double peak_lr = 3e-4;

@@ -4,10 +4,14 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
+#include "comm/process_group.h"
+#include "comm/sharding.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "data/dataset.h"
@@ -17,6 +21,7 @@
 #include "model/transformer.h"
 #include "optim/optim.h"
 #include "train/metrics.h"
+#include "train/train_state.h"
 
 namespace elastrain {
 
@@ -26,25 +31,38 @@ double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>
 
 class Trainer {
  public:
-  explicit Trainer(const TrainConfig& c) : cfg_(c), T_(c.max_target_length) {}
+  Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {}
   Status Setup();
   Result<TrainSummary> Run();
 
  private:
-  // Loads `rows` samples of `split` into inputs_/targets_.
+  Status ConnectGroups();
+  Status OpenData();
+  // Loads samples indices[begin, begin+rows) of `split` into inputs_/targets_.
   void LoadRows(Split split, const std::vector<int64_t>& indices, size_t begin, size_t rows);
-  double TrainStep(int64_t step);  // returns the mean token loss of the global batch
-  double Evaluate();               // mean token loss over the fixed eval batches
+  Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
+  Result<double> Evaluate();               // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds);
+  Status WriteSummary(const TrainSummary& s);
+  bool is_chief() const { return ctx_.rank == 0; }
+  ScheduleOptions Schedule() const {
+    return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps), cfg_.steps,
+            cfg_.cosine_learning_rate_final_fraction};
+  }
 
   const TrainConfig& cfg_;
+  const WorkerContext ctx_;
   const int64_t T_;
   std::string run_dir_;
   int64_t gb_ = 0;
+  std::unique_ptr<Mesh> mesh_;
+  MeshCoords coords_;
+  int batch_shard_ = 0;  // d*fsdp + f: which share of each global batch this rank reads
+  std::unique_ptr<ProcessGroup> world_, tensor_, fsdp_, data_group_;
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Transformer<float>> model_;
-  std::vector<float> params_, grads_, m_, v_;
+  std::unique_ptr<TrainState> state_;
   std::vector<int32_t> sample_, inputs_, targets_;
   MetricsWriter metrics_;
   ProgressLine progress_;
@@ -53,33 +71,34 @@ class Trainer {
   Clock::time_point start_;
 };
 
-Status Trainer::Setup() {
-  start_ = Clock::now();
-  SetComputeThreads(static_cast<int>(cfg_.num_threads));
-  ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
-  SetGemmBackend(backend);
-  gb_ = GlobalBatchSize(cfg_, 1);
-  const bool remat = cfg_.remat_policy == "full";
-
-  // Refuse what cannot fit before touching the disk or allocating.
-  MemoryEstimate mem = EstimateTrainingMemory(cfg_.model, cfg_.per_device_batch_size, T_, remat);
-  const int64_t avail = AvailableMemoryBytes();
-  if (mem.total() > avail) {
-    return Status::OutOfMemory(fmt::format(
-        "model_name={} needs about {:.1f} GiB to train (parameters {:.1f}, gradients {:.1f}, AdamW state {:.1f}, "
-        "activations {:.1f} at per_device_batch_size={} max_target_length={}) but this machine has {:.1f} GiB "
-        "available; use a smaller model, or more workers with FSDP",
-        cfg_.model_name, mem.total() / 1073741824.0, mem.param_bytes / 1073741824.0,
-        mem.grad_bytes / 1073741824.0, mem.optimizer_bytes / 1073741824.0, mem.activation_bytes / 1073741824.0,
-        cfg_.per_device_batch_size, T_, avail / 1073741824.0));
+Status Trainer::ConnectGroups() {
+  const int r = ctx_.rank;
+  std::shared_ptr<gloo::rendezvous::Store> store;
+  if (ctx_.world > 1) {
+    ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(ctx_.rendezvous_dir));
   }
+  GroupOptions opt;
+  opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
+  opt.describe_lost_peers = ctx_.describe_lost_peers;
+  const Mesh& m = *mesh_;
+  auto connect = [&](MeshGroup kind, const std::string& name, std::unique_ptr<ProcessGroup>* out) -> Status {
+    std::vector<int> members = m.Group(kind, r);
+    // The group's lowest rank names it, so that every member derives the same prefix.
+    std::string prefix = fmt::format("{}/{}/{}", ctx_.prefix, name, members.front());
+    ELASTRAIN_ASSIGN_OR_RETURN(*out, ProcessGroup::Connect(members.size() > 1 ? store : nullptr, prefix,
+                                                           m.GroupRank(kind, r), static_cast<int>(members.size()),
+                                                           opt));
+    return Status::OK();
+  };
+  ELASTRAIN_ASSIGN_OR_RETURN(world_, ProcessGroup::Connect(ctx_.world > 1 ? store : nullptr, ctx_.prefix + "/world",
+                                                           r, ctx_.world, opt));
+  ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kTensor, "tensor", &tensor_));
+  ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kFsdp, "fsdp", &fsdp_));
+  ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kData, "data", &data_group_));
+  return Status::OK();
+}
 
-  run_dir_ = (std::filesystem::path(cfg_.base_output_directory) / cfg_.run_name).string();
-  ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
-  AddLogFile(run_dir_ + "/train.log");
-  ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
-  ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl"));
-
+Status Trainer::OpenData() {
   DatasetOptions dopt;
   dopt.type = cfg_.dataset_type;
   dopt.path = cfg_.dataset_path;
@@ -92,29 +111,78 @@ Status Trainer::Setup() {
   ELASTRAIN_ASSIGN_OR_RETURN(data_, OpenDataset(dopt));
   sampler_ = std::make_unique<Sampler>(data_->num_samples(Split::kTrain), gb_,
                                        static_cast<uint64_t>(cfg_.data_shuffle_seed));
+  return Status::OK();
+}
 
-  model_ = std::make_unique<Transformer<float>>(cfg_.model, cfg_.per_device_batch_size, T_,
+Status Trainer::Setup() {
+  start_ = Clock::now();
+  if (ctx_.world != cfg_.num_workers)
+    return Status::Internal(fmt::format("worker world size {} != num_workers={}", ctx_.world, cfg_.num_workers));
+  int threads = static_cast<int>(cfg_.num_threads);
+  if (threads == 0 && ctx_.world > 1)  // the workers share the cores once
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ctx_.world);
+  SetComputeThreads(threads);
+  ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
+  SetGemmBackend(backend);
+  ELASTRAIN_ASSIGN_OR_RETURN(Mesh mesh, ResolveMeshForConfig(cfg_));
+  mesh_ = std::make_unique<Mesh>(mesh);
+  coords_ = mesh_->Coords(ctx_.rank);
+  batch_shard_ = coords_.data * mesh_->fsdp() + coords_.fsdp;
+  gb_ = GlobalBatchSize(cfg_, ctx_.world);
+  const bool remat = cfg_.remat_policy == "full";
+  ELASTRAIN_ASSIGN_OR_RETURN(ModelConfig local, TensorLocalConfig(cfg_.model, mesh_->tensor()));
+
+  // Refuse what cannot fit before touching the disk or allocating.
+  MemoryEstimate mem = EstimateTrainingMemory(local, cfg_.per_device_batch_size, T_, remat);
+  const int64_t avail = AvailableMemoryBytes() / ctx_.world;
+  if (mem.total() > avail) {
+    return Status::OutOfMemory(fmt::format(
+        "model_name={} needs about {:.1f} GiB per worker to train (parameters {:.1f}, gradients {:.1f}, AdamW state "
+        "{:.1f}, activations {:.1f} at per_device_batch_size={} max_target_length={}) but this machine has {:.1f} "
+        "GiB available per worker; use a smaller model, or more workers with FSDP",
+        cfg_.model_name, mem.total() / 1073741824.0, mem.param_bytes / 1073741824.0,
+        mem.grad_bytes / 1073741824.0, mem.optimizer_bytes / 1073741824.0, mem.activation_bytes / 1073741824.0,
+        cfg_.per_device_batch_size, T_, avail / 1073741824.0));
+  }
+
+  run_dir_ = (std::filesystem::path(cfg_.base_output_directory) / cfg_.run_name).string();
+  if (is_chief()) {
+    ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
+    AddLogFile(run_dir_ + "/train.log");
+    ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
+    ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl"));
+  }
+  ELASTRAIN_RETURN_IF_ERROR(OpenData());
+  ELASTRAIN_RETURN_IF_ERROR(ConnectGroups());
+
+  model_ = std::make_unique<Transformer<float>>(local, cfg_.per_device_batch_size, T_,
                                                 remat ? RematPolicy::kFull : RematPolicy::kNone);
-  const int64_t n = model_->layout().total;
-  params_.resize(n);
-  grads_.assign(n, 0.f);
-  m_.assign(n, 0.f);
-  v_.assign(n, 0.f);
-  InitParams(cfg_.model, model_->layout(), static_cast<uint64_t>(cfg_.init_weights_seed), params_.data());
+  if (mesh_->tensor() > 1) {
+    ProcessGroup* tg = tensor_.get();
+    model_->SetTensorParallel(coords_.tensor, [tg](float* d, int64_t n) { return tg->AllReduceSum(d, n); });
+  }
+  RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
+  state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
+  state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
   sample_.resize(T_ + 1);
   inputs_.resize(cfg_.per_device_batch_size * T_);
   targets_.resize(cfg_.per_device_batch_size * T_);
 
   flops_per_token_ = TrainingFlopsPerToken(cfg_.model, T_);
-  peak_flops_ = cfg_.hardware_peak_tflops > 0 ? cfg_.hardware_peak_tflops * 1e12 : MeasureSgemmGflops() * 1e9;
+  peak_flops_ = cfg_.hardware_peak_tflops > 0 ? cfg_.hardware_peak_tflops * 1e12
+                                              : MeasureSgemmGflops() * 1e9 * ctx_.world;
+  LOG_INFO("rank {}/{}: mesh {}, coords data={} fsdp={} tensor={}", ctx_.rank, ctx_.world, mesh_->ToString(),
+           coords_.data, coords_.fsdp, coords_.tensor);
   LOG_INFO("run directory {}", run_dir_);
-  LOG_INFO("model {} ({}): {:.2f}M parameters, {} layers, emb {}, heads {}/{} (q/kv), mlp {}, vocab {}",
-           cfg_.model_name, FamilyName(cfg_.model.family), n / 1e6, cfg_.model.num_layers, cfg_.model.emb_dim,
-           cfg_.model.num_heads, cfg_.model.num_kv_heads, cfg_.model.mlp_dim, cfg_.model.vocab_size);
+  LOG_INFO("model {} ({}): {:.2f}M parameters ({:.2f}M on this rank), {} layers, emb {}, heads {}/{} (q/kv), mlp {}, "
+           "vocab {}",
+           cfg_.model_name, FamilyName(cfg_.model.family), cfg_.model.NumParams() / 1e6,
+           state_->local_size() / 1e6, cfg_.model.num_layers, cfg_.model.emb_dim, cfg_.model.num_heads,
+           cfg_.model.num_kv_heads, cfg_.model.mlp_dim, cfg_.model.vocab_size);
   LOG_INFO("data: {}", data_->Describe());
-  LOG_INFO("batch: global {} x {} tokens, micro-batch {}, {} micro-batches per step; remat {}; activations {:.1f} MiB",
-           gb_, T_, cfg_.per_device_batch_size, (gb_ + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size,
-           cfg_.remat_policy, model_->ActivationBytes() / 1048576.0);
+  LOG_INFO("batch: global {} x {} tokens over {} batch shards, micro-batch {}; remat {}; activations {:.1f} MiB", gb_,
+           T_, mesh_->batch_shards(), cfg_.per_device_batch_size, cfg_.remat_policy,
+           model_->ActivationBytes() / 1048576.0);
   LOG_INFO("compute: {} threads, gemm {}, peak for MFU {:.1f} GFLOP/s ({})", ComputeThreads(), cfg_.gemm_backend,
            peak_flops_ / 1e9, cfg_.hardware_peak_tflops > 0 ? "hardware_peak_tflops" : "measured SGEMM ceiling");
   return Status::OK();
@@ -128,36 +196,44 @@ void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, size_t 
   }
 }
 
-double Trainer::TrainStep(int64_t step) {
-  std::fill(grads_.begin(), grads_.end(), 0.f);
-  const std::vector<int64_t> rows = sampler_->RankShare(step, /*rank=*/0, /*dp=*/1);
+Result<double> Trainer::TrainStep(int64_t step) {
+  state_->ZeroGrads();
+  const std::vector<int64_t> rows = sampler_->RankShare(step, batch_shard_, mesh_->batch_shards());
   const float dloss = static_cast<float>(1.0 / static_cast<double>(gb_ * T_));
   double loss_sum = 0;
   for (size_t begin = 0; begin < rows.size(); begin += cfg_.per_device_batch_size) {
     const size_t n = std::min<size_t>(cfg_.per_device_batch_size, rows.size() - begin);
     LoadRows(Split::kTrain, rows, begin, n);
-    loss_sum += model_->ForwardBackward(params_.data(), grads_.data(), inputs_.data(), targets_.data(), n, dloss);
+    loss_sum += model_->ForwardBackward(state_->params(), state_->grads(), inputs_.data(), targets_.data(), n, dloss);
+    ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
   }
-  last_grad_norm_ = ClipGradNorm(grads_.data(), grads_.size(), cfg_.gradient_clipping_threshold);
-  ScheduleOptions sched{cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps),
-                        cfg_.steps, cfg_.cosine_learning_rate_final_fraction};
+  ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
+  ELASTRAIN_ASSIGN_OR_RETURN(double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
-  AdamWUpdate(model_->layout(), params_.data(), grads_.data(), m_.data(), v_.data(), step + 1,
-              LearningRate(sched, step), opt);
-  return loss_sum / static_cast<double>(gb_ * T_);
+  state_->Update(step + 1, LearningRate(Schedule(), step), opt);
+  ELASTRAIN_RETURN_IF_ERROR(state_->GatherParams());
+  // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
+  double sum = loss_sum / mesh_->tensor();
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&sum, 1));
+  last_grad_norm_ = grad_norm;
+  return sum / static_cast<double>(gb_ * T_);
 }
 
-double Trainer::Evaluate() {
+Result<double> Trainer::Evaluate() {
   const int64_t available = data_->num_samples(Split::kEval);
   const int64_t want = std::min(available, cfg_.eval_steps * cfg_.per_device_batch_size);
-  std::vector<int64_t> idx(want);
-  for (int64_t i = 0; i < want; ++i) idx[i] = i;
+  std::vector<int64_t> idx;
+  auto [b, e] = Sampler::ShareRange(want, batch_shard_, mesh_->batch_shards());
+  for (int64_t i = b; i < e; ++i) idx.push_back(i);
   double loss_sum = 0;
-  for (int64_t begin = 0; begin < want; begin += cfg_.per_device_batch_size) {
-    const int64_t n = std::min(cfg_.per_device_batch_size, want - begin);
+  for (size_t begin = 0; begin < idx.size(); begin += cfg_.per_device_batch_size) {
+    const size_t n = std::min<size_t>(cfg_.per_device_batch_size, idx.size() - begin);
     LoadRows(Split::kEval, idx, begin, n);
-    loss_sum += model_->Forward(params_.data(), inputs_.data(), targets_.data(), n);
+    loss_sum += model_->Forward(state_->params(), inputs_.data(), targets_.data(), n);
+    ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
   }
+  loss_sum /= mesh_->tensor();
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&loss_sum, 1));
   return loss_sum / static_cast<double>(want * T_);
 }
 
@@ -165,14 +241,17 @@ Result<TrainSummary> Trainer::Run() {
   TrainSummary s;
   s.run_dir = run_dir_;
   s.global_batch_size = gb_;
-  s.micro_batches_per_step = (gb_ + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
+  const int64_t my_rows = Sampler::ShareRange(gb_, batch_shard_, mesh_->batch_shards()).second -
+                          Sampler::ShareRange(gb_, batch_shard_, mesh_->batch_shards()).first;
+  s.micro_batches_per_step = (my_rows + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
   s.activation_bytes = model_->ActivationBytes();
   auto eval = [&](int64_t step) -> Status {
-    double l = Evaluate();
+    ELASTRAIN_ASSIGN_OR_RETURN(double l, Evaluate());
     if (step == 0) s.first_eval_loss = l;
     s.final_eval_loss = l;
     progress_.Finish();
     LOG_INFO("step {}: eval loss {:.4f}", step, l);
+    if (!is_chief()) return Status::OK();
     return metrics_.Write({{"step", step}, {"eval_loss", l}, {"time", SecondsSince(start_)}});
   };
   ELASTRAIN_RETURN_IF_ERROR(eval(0));
@@ -180,7 +259,7 @@ Result<TrainSummary> Trainer::Run() {
   double timed_seconds = 0;
   for (int64_t step = 0; step < cfg_.steps; ++step) {
     auto t0 = Clock::now();
-    const double loss = TrainStep(step);
+    ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step));
     const double dt = SecondsSince(t0);
     if (step > 0) timed_seconds += dt;  // the first step warms caches and thread pools
     if (step == 0) s.first_loss = loss;
@@ -188,12 +267,10 @@ Result<TrainSummary> Trainer::Run() {
     const int64_t done = step + 1;
     if (!std::isfinite(loss))
       return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
-    ScheduleOptions sched{cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps),
-                          cfg_.steps, cfg_.cosine_learning_rate_final_fraction};
     if (done % cfg_.log_period == 0 || done == cfg_.steps || done == 1)
-      ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(sched, step), last_grad_norm_, dt));
+      ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt));
     const double elapsed = SecondsSince(loop_start);
-    progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / done * (cfg_.steps - done));
+    if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / done * (cfg_.steps - done));
     if (cfg_.eval_interval > 0 && done % cfg_.eval_interval == 0 && done != cfg_.steps)
       ELASTRAIN_RETURN_IF_ERROR(eval(done));
   }
@@ -205,7 +282,32 @@ Result<TrainSummary> Trainer::Run() {
   s.tokens_per_sec = static_cast<double>(timed_steps * gb_ * T_) / timed_seconds;
   s.mfu = s.tokens_per_sec * flops_per_token_ / peak_flops_;
   s.wall_seconds = SecondsSince(start_);
+  ELASTRAIN_RETURN_IF_ERROR(WriteSummary(s));
   return s;
+}
+
+Status Trainer::WriteSummary(const TrainSummary& s) {
+  if (!cfg_.final_params_path.empty()) {
+    ELASTRAIN_ASSIGN_OR_RETURN(std::vector<float> global, state_->GatherGlobalParams());
+    if (is_chief()) {
+      std::string bytes(reinterpret_cast<const char*>(global.data()), global.size() * sizeof(float));
+      ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(cfg_.final_params_path, bytes));
+    }
+  }
+  if (!is_chief()) return Status::OK();
+  nlohmann::json j = {{"steps", s.steps},
+                      {"global_batch_size", s.global_batch_size},
+                      {"micro_batches_per_step", s.micro_batches_per_step},
+                      {"first_loss", s.first_loss},
+                      {"final_loss", s.final_loss},
+                      {"first_eval_loss", s.first_eval_loss},
+                      {"final_eval_loss", s.final_eval_loss},
+                      {"tokens_per_sec", s.tokens_per_sec},
+                      {"mfu", s.mfu},
+                      {"wall_seconds", s.wall_seconds},
+                      {"world_size", ctx_.world},
+                      {"mesh", mesh_->ToString()}};
+  return WriteFileAtomic(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }
 
 Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, double dt) {
@@ -214,6 +316,7 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
   if (!progress_.enabled() || step == cfg_.steps)
     LOG_INFO("step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} | {:.0f} tok/s | {:.1f} GFLOP/s | MFU {:.1f}%", step,
              cfg_.steps, loss, lr, grad_norm, tps, tps * flops_per_token_ / 1e9, 100 * mfu);
+  if (!is_chief()) return Status::OK();
   return metrics_.Write({{"step", step},
                          {"loss", loss},
                          {"lr", lr},
@@ -225,13 +328,23 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
 }
 }  // namespace
 
+Result<Mesh> ResolveMeshForConfig(const TrainConfig& c) {
+  AutoMeshBudget budget;
+  budget.memory_bytes_per_worker = AvailableMemoryBytes() / c.num_workers;
+  budget.batch_rows = c.per_device_batch_size;
+  budget.seq_len = c.max_target_length;
+  budget.remat_full = c.remat_policy == "full";
+  return ResolveMesh(static_cast<int>(c.num_workers), c.ici_data_parallelism, c.ici_fsdp_parallelism,
+                     c.ici_tensor_parallelism, c.model, budget);
+}
+
 int64_t GlobalBatchSize(const TrainConfig& cfg, int64_t workers) {
   if (cfg.global_batch_size > 0) return cfg.global_batch_size;
   return cfg.per_device_batch_size * workers * cfg.gradient_accumulation_steps;
 }
 
-Result<TrainSummary> Train(const TrainConfig& cfg) {
-  Trainer t(cfg);
+Result<TrainSummary> Train(const TrainConfig& cfg, const WorkerContext& ctx) {
+  Trainer t(cfg, ctx);
   ELASTRAIN_RETURN_IF_ERROR(t.Setup());
   return t.Run();
 }

@@ -186,11 +186,11 @@ TEST_F(ConfigTest, UnknownKeysNameTheClosestKey) {
 
 TEST(ConfigLoad, MaxTextOnlyOverrideIsIgnoredNotAnError) {
   std::vector<std::string> ignored;
-  auto c = Load({"ici_fsdp_parallelism=4", "dtype=float32", "ici_fsdp_parallelism=8"}, &ignored);
+  auto c = Load({"dcn_fsdp_parallelism=4", "dtype=float32", "dcn_fsdp_parallelism=8"}, &ignored);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(ignored, (std::vector<std::string>{"ici_fsdp_parallelism", "dtype"}));
+  EXPECT_EQ(ignored, (std::vector<std::string>{"dcn_fsdp_parallelism", "dtype"}));
   // A misspelling of one of our keys is still an error.
-  EXPECT_THAT(Error({"ici_fsdp_parallelism=4", "gradient_acumulation_steps=2"}),
+  EXPECT_THAT(Error({"dcn_fsdp_parallelism=4", "gradient_acumulation_steps=2"}),
               HasSubstr("did you mean 'gradient_accumulation_steps'"));
 }
 
@@ -198,7 +198,7 @@ TEST(ConfigLoad, MaxTextFixtureLoadsWithIgnoredKeysListed) {
   std::vector<std::string> ignored;
   auto c = LoadConfig(SourceDir() + "/tests/fixtures/maxtext_base.yml", {}, &ignored);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (const char* k : {"ici_fsdp_parallelism", "quantization", "attention", "dtype", "enable_checkpointing",
+  for (const char* k : {"dcn_fsdp_parallelism", "quantization", "attention", "dtype", "enable_checkpointing",
                         "mesh_axes", "normalization_layer_epsilon", "opt_type", "adam_eps_root"})
     EXPECT_THAT(ignored, ::testing::Contains(std::string(k)));
   for (const std::string& k : ignored) EXPECT_EQ(FindConfigKey(k), nullptr) << k << " is ours, not ignored";

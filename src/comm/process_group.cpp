@@ -1,0 +1,402 @@
+#include "comm/process_group.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "common/log.h"
+
+namespace elastrain {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Gloo writes to sockets with writev(2), which has no MSG_NOSIGNAL: a write to a peer
+// that just died raises SIGPIPE, whose default action kills this process before Gloo
+// can report EPIPE. Workers must survive a dead peer to report it, so ignore SIGPIPE,
+// unless the program installed its own handler.
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+      struct sigaction ign {};
+      ign.sa_handler = SIG_IGN;
+      sigemptyset(&ign.sa_mask);
+      sigaction(SIGPIPE, &ign, nullptr);
+    }
+  });
+}
+
+// One TCP device (one epoll thread) per bind address and process, shared by all groups.
+// Weak references: the device lives as long as some group uses it. The pid check keeps
+// a fork()ed child from reusing its parent's device, whose loop thread it does not have.
+Result<std::shared_ptr<gloo::transport::Device>> TcpDeviceFor(const std::string& hostname) {
+  static std::mutex mu;
+  static std::map<std::string, std::weak_ptr<gloo::transport::Device>> devices;  // GUARDED_BY(mu)
+  static pid_t owner = 0;                                                        // GUARDED_BY(mu)
+  std::lock_guard<std::mutex> lock(mu);
+  if (owner != getpid()) {
+    devices.clear();
+    owner = getpid();
+  }
+  if (auto dev = devices[hostname].lock()) return dev;
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = hostname;
+    std::shared_ptr<gloo::transport::Device> dev = gloo::transport::tcp::CreateDevice(attr);
+    devices[hostname] = dev;
+    return dev;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument("cannot bind a TCP device to hostname '" + hostname +
+                                   "': " + e.what() +
+                                   "; hint: pass an address of a local interface");
+  }
+}
+
+bool MentionsTimeout(const std::string& what) {
+  std::string lower(what);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
+}
+
+// A wait must never receive 0 ms: Gloo reads 0 as "no timeout" and would block forever.
+milliseconds Remaining(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  return std::max(left, milliseconds(1));
+}
+
+// Bounds every store call of connectFullMesh by one deadline, whatever timeout Gloo
+// passes. Needed because Gloo (2022) calls store.get() on peers' "rank_<i>" keys before
+// waiting for them, and FileStore::get then blocks for Store::kDefaultTimeout (30 s)
+// regardless of the context's timeout.
+class DeadlineStore : public gloo::rendezvous::Store {
+ public:
+  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline)
+      : inner_(inner), deadline_(deadline) {}
+  void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
+  std::vector<char> get(const std::string& key) override {
+    inner_.wait({key}, Remaining(deadline_));
+    return inner_.get(key);
+  }
+  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, Remaining(deadline_)); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& /*timeout*/) override {
+    inner_.wait(keys, Remaining(deadline_));
+  }
+
+ private:
+  gloo::rendezvous::Store& inner_;
+  const Clock::time_point deadline_;
+};
+
+template <typename T>
+void SumInto(void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+
+template <typename T>
+void GlooAllReduceSum(const std::shared_ptr<gloo::Context>& ctx, T* data, size_t n,
+                      milliseconds timeout, uint32_t tag) {
+  gloo::AllreduceOptions opts(ctx);
+  opts.setOutput(data, n);
+  opts.setReduceFunction(&SumInto<T>);
+  opts.setTag(tag);
+  opts.setTimeout(timeout);
+  gloo::allreduce(opts);
+}
+
+// Gloo's slot prefixes for its own collectives are small integers; ours is far from them
+// so that the ring below never matches a message of a Gloo collective.
+constexpr uint8_t kReduceScatterSlotPrefix = 0xE5;
+
+// Ring reduce-scatter over unbound buffers (Gloo 2022 has only a bound-buffer
+// halving-doubling version without per-call timeouts and with int counts).
+// in (n*m), out (m). At step s rank r sends its partial chunk (r-s-1) mod n to the
+// right and adds the left neighbour's partial chunk (r-s-2) mod n into its own; after
+// n-1 steps chunk r holds the full sum. Each rank moves (n-1)*m floats each way.
+void RingReduceScatterSum(const std::shared_ptr<gloo::Context>& ctx, const float* in,
+                          float* out, size_t m, milliseconds timeout, uint32_t tag) {
+  const int n = ctx->size;
+  const int r = ctx->rank;
+  const auto deadline = Clock::now() + timeout;
+  std::vector<float> work(in, in + static_cast<size_t>(n) * m);  // partial sums
+  std::vector<float> incoming(m);
+  auto work_buf = ctx->createUnboundBuffer(work.data(), work.size() * sizeof(float));
+  auto in_buf = ctx->createUnboundBuffer(incoming.data(), m * sizeof(float));
+  const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
+  const int right = (r + 1) % n;
+  const int left = (r + n - 1) % n;
+  const size_t bytes = m * sizeof(float);
+  for (int s = 0; s < n - 1; ++s) {
+    const size_t send_chunk = static_cast<size_t>((r - s - 1 + 2 * n) % n);
+    const size_t recv_chunk = static_cast<size_t>((r - s - 2 + 2 * n) % n);
+    work_buf->send(right, slot, send_chunk * bytes, bytes);
+    in_buf->recv(left, slot, 0, bytes);
+    if (!in_buf->waitRecv(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("recv aborted");
+    float* acc = work.data() + recv_chunk * m;
+    for (size_t i = 0; i < m; ++i) acc[i] += incoming[i];
+    // The next step sends the chunk just reduced, and Gloo may still be reading the
+    // previous one from work_buf; wait for it before reusing the buffer.
+    if (!work_buf->waitSend(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("send aborted");
+  }
+  std::memcpy(out, work.data() + static_cast<size_t>(r) * m, bytes);
+}
+
+std::string Sized(const char* op, size_t n) { return std::string(op) + "(n=" + std::to_string(n) + ")"; }
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(std::string prefix, int rank, int size, GroupOptions opt,
+                           std::shared_ptr<gloo::Context> ctx)
+    : prefix_(std::move(prefix)), rank_(rank), size_(size), opt_(std::move(opt)), ctx_(std::move(ctx)) {}
+
+// gloo::Context's destructor closes the pairs; the device outlives it if shared.
+ProcessGroup::~ProcessGroup() = default;
+
+Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
+    std::shared_ptr<gloo::rendezvous::Store> store, const std::string& prefix, int rank,
+    int size, const GroupOptions& opt) {
+  const std::string who = "group '" + prefix + "' rank " + std::to_string(rank) + " of " +
+                          std::to_string(size);
+  if (size < 1 || rank < 0 || rank >= size) {
+    return Status::InvalidArgument("connecting " + who + ": expected size >= 1 and 0 <= rank < size");
+  }
+  if (opt.timeout <= milliseconds(0)) {
+    return Status::InvalidArgument("connecting " + who + ": timeout=" +
+                                   std::to_string(opt.timeout.count()) + " ms: expected > 0");
+  }
+  if (prefix.empty()) return Status::InvalidArgument("connecting " + who + ": empty prefix");
+  if (size == 1) {  // nothing to talk to: every collective is a local no-op or copy
+    return std::unique_ptr<ProcessGroup>(new ProcessGroup(prefix, rank, size, opt, nullptr));
+  }
+  if (!store) return Status::InvalidArgument("connecting " + who + ": null rendezvous store");
+  IgnoreSigpipeOnce();
+  ELASTRAIN_ASSIGN_OR_RETURN(auto device, TcpDeviceFor(opt.hostname));
+
+  const auto start = Clock::now();
+  std::string what;
+  bool io_error = false;
+  try {
+    gloo::rendezvous::PrefixStore prefixed(prefix, *store);
+    DeadlineStore bounded(prefixed, start + opt.timeout);
+    auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
+    // The pairs inherit the context's timeout and allow 5x it for the TCP handshake with a
+    // peer that published its address; a fifth keeps that step within opt.timeout too.
+    // Collectives pass their own timeout, so this value bounds nothing else.
+    ctx->setTimeout(std::max(opt.timeout / 5, milliseconds(1)));
+    ctx->connectFullMesh(bounded, device);
+    // A TCP handshake completes in the peer's kernel even if the peer dies before it
+    // accepts, so a connected mesh does not yet prove every peer alive. One barrier does:
+    // Connect succeeds only when all ranks got this far.
+    gloo::BarrierOptions barrier(ctx);
+    barrier.setTimeout(opt.timeout);
+    gloo::barrier(barrier);
+    LOG_DEBUG("comm: connected {} in {} ms", who,
+              std::chrono::duration_cast<milliseconds>(Clock::now() - start).count());
+    return std::unique_ptr<ProcessGroup>(new ProcessGroup(prefix, rank, size, opt, std::move(ctx)));
+  } catch (const gloo::IoException& e) {  // store timeouts, refused or timed-out handshakes
+    what = e.what();
+    io_error = true;
+  } catch (const std::exception& e) {  // e.g. EnforceNotMet: the store refused a reused key
+    what = e.what();
+  }
+  const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  std::string msg = "connecting " + who + " failed after " + std::to_string(elapsed) +
+                    " ms (timeout " + std::to_string(opt.timeout.count()) + " ms): " + what;
+  if (opt.describe_lost_peers) {
+    try {
+      const std::string lost = opt.describe_lost_peers();
+      if (!lost.empty()) msg += "; liveness: " + lost;
+    } catch (const std::exception&) {  // a broken probe must not hide the real error
+    }
+  }
+  msg += "; hint: every rank must connect with the same prefix and size, and a prefix "
+         "must not be reused";
+  LOG_WARN("comm: {}", msg);
+  if (MentionsTimeout(what)) return Status::DeadlineExceeded(msg);
+  if (io_error) return Status::Unavailable(msg);
+  return Status::FailedPrecondition(msg);
+}
+
+Status ProcessGroup::CheckUsable(const std::string& op) const {
+  if (!broken()) return Status::OK();
+  return Status::FailedPrecondition(op + " on group '" + prefix_ + "' rank " +
+                                    std::to_string(rank_) + ": the group failed earlier (" +
+                                    first_error_ + "); connect a new group under a new prefix");
+}
+
+template <typename Body>
+Status ProcessGroup::Run(const std::string& op, Body&& body) {
+  ELASTRAIN_RETURN_IF_ERROR(CheckUsable(op));
+  const auto start = Clock::now();
+  std::string what;
+  bool io_error = false;
+  try {
+    body();
+    return Status::OK();
+  } catch (const gloo::IoException& e) {  // timeouts and closed/reset connections
+    what = e.what();
+    io_error = true;
+  } catch (const gloo::EnforceNotMet& e) {  // a broken invariant inside Gloo
+    what = e.what();
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  std::string msg = op + " on group '" + prefix_ + "' rank " + std::to_string(rank_) + " of " +
+                    std::to_string(size_) + " failed after " + std::to_string(elapsed) +
+                    " ms (timeout " + std::to_string(opt_.timeout.count()) + " ms): " + what;
+  if (opt_.describe_lost_peers) {
+    try {
+      const std::string lost = opt_.describe_lost_peers();
+      if (!lost.empty()) msg += "; liveness: " + lost;
+    } catch (const std::exception&) {  // a broken probe must not hide the real error
+    }
+  }
+  first_error_ = msg;
+  // Reset our connections so that ranks still waiting on us (or on a neighbour of the
+  // lost peer) fail now instead of at their own timeout: a ring only notices the death of
+  // its immediate neighbours.
+  try {
+    ctx_->closeConnections();
+  } catch (const std::exception& e) {
+    LOG_DEBUG("comm: closing connections of '{}': {}", prefix_, e.what());
+  }
+  LOG_WARN("comm: {}", msg);
+  if (MentionsTimeout(what)) return Status::DeadlineExceeded(msg);
+  if (io_error) return Status::Unavailable(msg);
+  return Status::Internal(msg);
+}
+
+Status ProcessGroup::AllReduceSum(float* data, size_t n) {
+  if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
+  if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
+  return Run(Sized("AllReduceSum", n), [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+}
+
+Status ProcessGroup::AllReduceSum(double* data, size_t n) {
+  if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
+  if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
+  return Run(Sized("AllReduceSum<double>", n), [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+}
+
+Status ProcessGroup::AllReduceSumBucketed(float* data, size_t n, size_t bucket_elems) {
+  if (bucket_elems == 0) return Status::InvalidArgument("AllReduceSumBucketed: bucket_elems=0: expected >= 1");
+  if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSumBucketed: null data");
+  if (size_ == 1 || n == 0) return CheckUsable("AllReduceSumBucketed");
+  // Each bucket is its own collective with its own timeout: the timeout detects a stalled
+  // peer, and a whole gradient in many buckets may rightly take longer than one bucket.
+  for (size_t off = 0; off < n; off += bucket_elems) {
+    const size_t len = std::min(bucket_elems, n - off);
+    const std::string op = "AllReduceSumBucketed(n=" + std::to_string(n) + ", bucket at " +
+                           std::to_string(off) + "+" + std::to_string(len) + ")";
+    ELASTRAIN_RETURN_IF_ERROR(
+        Run(op, [&] { GlooAllReduceSum(ctx_, data + off, len, opt_.timeout, NextTag()); }));
+  }
+  return Status::OK();
+}
+
+Status ProcessGroup::AllGatherBytes(const void* in, size_t n_per_rank, size_t elem_size,
+                                    void* out, const char* op) {
+  if (n_per_rank > 0 && (in == nullptr || out == nullptr)) {
+    return Status::InvalidArgument(std::string(op) + ": null buffer");
+  }
+  if (n_per_rank == 0) return CheckUsable(op);
+  const size_t bytes = n_per_rank * elem_size;
+  if (size_ == 1) {
+    ELASTRAIN_RETURN_IF_ERROR(CheckUsable(op));
+    std::memcpy(out, in, bytes);
+    return Status::OK();
+  }
+  return Run(Sized(op, n_per_rank), [&] {
+    // Byte-typed buffers: allgather only moves bytes, so one path serves every type.
+    gloo::AllgatherOptions opts(ctx_);
+    opts.setInput(static_cast<char*>(const_cast<void*>(in)), bytes);  // Gloo only reads it
+    opts.setOutput(static_cast<char*>(out), bytes * size_);
+    opts.setTag(NextTag());
+    opts.setTimeout(opt_.timeout);
+    gloo::allgather(opts);
+  });
+}
+
+Status ProcessGroup::AllGather(const float* in, size_t n_per_rank, float* out) {
+  return AllGatherBytes(in, n_per_rank, sizeof(float), out, "AllGather");
+}
+
+Status ProcessGroup::AllGather(const int64_t* in, size_t n_per_rank, int64_t* out) {
+  return AllGatherBytes(in, n_per_rank, sizeof(int64_t), out, "AllGather<int64>");
+}
+
+Status ProcessGroup::ReduceScatterSum(const float* in, float* out, size_t n_per_rank) {
+  if (n_per_rank > 0 && (in == nullptr || out == nullptr)) {
+    return Status::InvalidArgument("ReduceScatterSum: null buffer");
+  }
+  if (n_per_rank == 0) return CheckUsable("ReduceScatterSum");
+  if (size_ == 1) {
+    ELASTRAIN_RETURN_IF_ERROR(CheckUsable("ReduceScatterSum"));
+    std::memmove(out, in, n_per_rank * sizeof(float));
+    return Status::OK();
+  }
+  return Run(Sized("ReduceScatterSum", n_per_rank),
+             [&] { RingReduceScatterSum(ctx_, in, out, n_per_rank, opt_.timeout, NextTag()); });
+}
+
+Status ProcessGroup::BroadcastBytes(void* data, size_t n, size_t elem_size, int root, const char* op) {
+  if (root < 0 || root >= size_) {
+    return Status::InvalidArgument(std::string(op) + " on group '" + prefix_ + "': root=" +
+                                   std::to_string(root) + ": expected 0 <= root < " + std::to_string(size_));
+  }
+  if (n > 0 && data == nullptr) return Status::InvalidArgument(std::string(op) + ": null data");
+  if (size_ == 1 || n == 0) return CheckUsable(op);
+  return Run(Sized(op, n) + " from root " + std::to_string(root), [&] {
+    gloo::BroadcastOptions opts(ctx_);
+    opts.setOutput(static_cast<char*>(data), n * elem_size);
+    opts.setRoot(root);
+    opts.setTag(NextTag());
+    opts.setTimeout(opt_.timeout);
+    gloo::broadcast(opts);
+  });
+}
+
+Status ProcessGroup::Broadcast(float* data, size_t n, int root) {
+  return BroadcastBytes(data, n, sizeof(float), root, "Broadcast");
+}
+
+Status ProcessGroup::Broadcast(int64_t* data, size_t n, int root) {
+  return BroadcastBytes(data, n, sizeof(int64_t), root, "Broadcast<int64>");
+}
+
+Status ProcessGroup::Barrier() {
+  if (size_ == 1) return CheckUsable("Barrier");
+  return Run("Barrier", [&] {
+    gloo::BarrierOptions opts(ctx_);
+    opts.setTag(NextTag());
+    opts.setTimeout(opt_.timeout);
+    gloo::barrier(opts);
+  });
+}
+
+}  // namespace elastrain
