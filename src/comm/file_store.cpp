@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "comm/process_group.h"
@@ -17,19 +18,26 @@ namespace {
 // rendezvous (one per generation and group) cost up to a second and round every timeout
 // up to whole seconds. This polls with a short, growing interval instead; set/get and the
 // on-disk format (one file per key, written to a temp name and renamed) stay Gloo's.
+// Gloo's FileStore is not thread-safe (set() appends to a member vector), and several
+// threads of one process may connect groups at once, so every call into it takes mu_.
 class PollingFileStore : public gloo::rendezvous::FileStore {
  public:
   explicit PollingFileStore(const std::string& dir) : FileStore(dir) {}
 
+  void set(const std::string& key, const std::vector<char>& data) override {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    FileStore::set(key, data);
+  }
   std::vector<char> get(const std::string& key) override {
     wait({key}, kDefaultTimeout);
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     return FileStore::get(key);
   }
   void wait(const std::vector<std::string>& keys) override { wait(keys, kDefaultTimeout); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     auto pause = std::chrono::milliseconds(1);
-    while (!check(keys)) {
+    while (!Check(keys)) {
       if (std::chrono::steady_clock::now() >= deadline) {
         std::string names;
         for (const auto& k : keys) names += (names.empty() ? "" : ", ") + k;
@@ -40,6 +48,14 @@ class PollingFileStore : public gloo::rendezvous::FileStore {
       pause = std::min(pause * 2, std::chrono::milliseconds(20));
     }
   }
+
+ private:
+  bool Check(const std::vector<std::string>& keys) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return check(keys);
+  }
+  // Recursive: FileStore::get calls the virtual wait(), which locks again.
+  std::recursive_mutex mu_;  // serialises calls into FileStore
 };
 
 }  // namespace

@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string gemm_backend = "onednn";       // onednn | openblas
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
+  int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)
   // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
   int64_t num_workers = 1;                   // ranks; data x fsdp x tensor must multiply to this
   int64_t ici_data_parallelism = 0;          // > 0: size; 0: not given; -1: fill with the workers left

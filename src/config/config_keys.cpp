@@ -60,6 +60,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
+      KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("num_workers", "parallelism", num_workers, "worker processes (ranks); the mesh axes multiply to this"),
       KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch; 0: not given, -1: fill with the workers left"),

@@ -43,6 +43,14 @@ class Trainer {
   Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
   Result<double> Evaluate();               // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds);
+  // Runs a collective and adds its duration to comm_seconds_.
+  template <typename F>
+  Status Timed(F&& f) {
+    auto t0 = Clock::now();
+    Status st = f();
+    comm_seconds_ += SecondsSince(t0);
+    return st;
+  }
   Status WriteSummary(const TrainSummary& s);
   bool is_chief() const { return ctx_.rank == 0; }
   ScheduleOptions Schedule() const {
@@ -68,6 +76,8 @@ class Trainer {
   ProgressLine progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
   double last_grad_norm_ = 0;
+  double comm_seconds_ = 0;  // time blocked in collectives during the current step
+  std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
   Clock::time_point start_;
 };
 
@@ -159,11 +169,17 @@ Status Trainer::Setup() {
                                                 remat ? RematPolicy::kFull : RematPolicy::kNone);
   if (mesh_->tensor() > 1) {
     ProcessGroup* tg = tensor_.get();
-    model_->SetTensorParallel(coords_.tensor, [tg](float* d, int64_t n) { return tg->AllReduceSum(d, n); });
+    model_->SetTensorParallel(coords_.tensor,
+                              [this, tg](float* d, int64_t n) { return Timed([&] { return tg->AllReduceSum(d, n); }); });
   }
   RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
   state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
   state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
+  if (cfg_.record_consumed_samples) {
+    ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
+    samples_log_ = std::make_unique<MetricsWriter>();
+    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Open(fmt::format("{}/samples/rank_{}.jsonl", run_dir_, ctx_.rank)));
+  }
   sample_.resize(T_ + 1);
   inputs_.resize(cfg_.per_device_batch_size * T_);
   targets_.resize(cfg_.per_device_batch_size * T_);
@@ -198,7 +214,10 @@ void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, size_t 
 
 Result<double> Trainer::TrainStep(int64_t step) {
   state_->ZeroGrads();
+  comm_seconds_ = 0;
   const std::vector<int64_t> rows = sampler_->RankShare(step, batch_shard_, mesh_->batch_shards());
+  if (samples_log_)
+    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Write({{"step", step}, {"rank", ctx_.rank}, {"indices", rows}}));
   const float dloss = static_cast<float>(1.0 / static_cast<double>(gb_ * T_));
   double loss_sum = 0;
   for (size_t begin = 0; begin < rows.size(); begin += cfg_.per_device_batch_size) {
@@ -207,14 +226,18 @@ Result<double> Trainer::TrainStep(int64_t step) {
     loss_sum += model_->ForwardBackward(state_->params(), state_->grads(), inputs_.data(), targets_.data(), n, dloss);
     ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
   }
-  ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
-  ELASTRAIN_ASSIGN_OR_RETURN(double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
+  ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return state_->ReduceGradients(); }));
+  double grad_norm = 0;
+  ELASTRAIN_RETURN_IF_ERROR(Timed([&]() -> Status {
+    ELASTRAIN_ASSIGN_OR_RETURN(grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
+    return Status::OK();
+  }));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
-  ELASTRAIN_RETURN_IF_ERROR(state_->GatherParams());
+  ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return state_->GatherParams(); }));
   // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
   double sum = loss_sum / mesh_->tensor();
-  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&sum, 1));
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return world_->AllReduceSum(&sum, 1); }));
   last_grad_norm_ = grad_norm;
   return sum / static_cast<double>(gb_ * T_);
 }
@@ -322,6 +345,7 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
                          {"lr", lr},
                          {"grad_norm", grad_norm},
                          {"step_time", dt},
+                         {"comm_time", comm_seconds_},
                          {"tokens_per_sec", tps},
                          {"mfu", mfu},
                          {"time", SecondsSince(start_)}});

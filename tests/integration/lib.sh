@@ -35,3 +35,23 @@ finish() {
   echo "$PASSED passed, $FAILED failed"
   [ "$FAILED" -eq 0 ]
 }
+
+# compare_params REF OTHER: OTHER's parameters within 1e-5 of REF: the relative L2 norm
+# of the difference and the largest absolute difference must both be <= 1e-5 (weights
+# are O(0.02..1)). Not per element relative: a parameter whose true gradient is zero
+# (gpt2's key bias: softmax ignores a per-query constant) moves by Adam-amplified
+# rounding noise, so its value is noise in every run, not a meaningful reference.
+compare_params() {
+  [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo "size differs"; return 1; }
+  paste <(od -An -v -f -w4 "$1") <(od -An -v -f -w4 "$2") | awk '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; dd += d * d; nn += $1 * $1 }
+    END { r = sqrt(dd / nn); printf "relative L2 diff %.3g, max abs diff %.3g over %d params\n", r, m, NR;
+          exit !(r <= 1e-5 && m <= 1e-5) }'
+}
+
+# compare_losses REF OTHER: every "loss" of OTHER's metrics.jsonl within 1e-5 relative.
+compare_losses() {
+  paste <(losses "$1") <(losses "$2") | awk '
+    { if ($2 == "") exit 1; d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > m) m = r; n++ }
+    END { printf "%d losses, max rel diff %.3g\n", n, m; exit !(n > 0 && m <= 1e-5) }'
+}

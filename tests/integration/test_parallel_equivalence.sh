@@ -1,0 +1,35 @@
+# 20 steps of `tiny` (both families) on every mesh kind and world sizes 1..4 match the
+# single-process run: per-step losses and final parameters within 1e-5.
+source "$(dirname "$0")/lib.sh"
+common=(steps=20 log_period=1 eval_interval=0 global_batch_size=12 per_device_batch_size=2
+        base_output_directory="$WORK/runs" collective_timeout=30)
+meshes=(
+  "num_workers=2 ici_data_parallelism=2"
+  "num_workers=3 ici_data_parallelism=3"
+  "num_workers=4 ici_data_parallelism=4"
+  "num_workers=2 ici_fsdp_parallelism=2"
+  "num_workers=3 ici_fsdp_parallelism=3"
+  "num_workers=4 ici_fsdp_parallelism=4"
+  "num_workers=4 ici_data_parallelism=2 ici_fsdp_parallelism=2"
+  "num_workers=2 ici_tensor_parallelism=2"
+  "num_workers=4 ici_data_parallelism=2 ici_tensor_parallelism=2"
+  "num_workers=4 ici_fsdp_parallelism=2 ici_tensor_parallelism=2"
+)
+for model in tiny tiny-gpt2; do
+  "$BIN" train model_name=$model "${common[@]}" run_name=${model}_single final_params_path="$WORK/${model}_single.bin" \
+    >/dev/null 2>&1 || { fail "$model single process run"; continue; }
+  for mesh in "${meshes[@]}"; do
+    name=${model}_$(echo "$mesh" | tr ' =' '_-')
+    # shellcheck disable=SC2086
+    if ! "$BIN" train model_name=$model "${common[@]}" $mesh run_name=$name final_params_path="$WORK/$name.bin" \
+      >"$WORK/$name.out" 2>&1; then
+      fail "$model {$mesh}: run failed: $(tail -2 "$WORK/$name.out")"
+      continue
+    fi
+    l=$(compare_losses runs/${model}_single/metrics.jsonl runs/$name/metrics.jsonl) \
+      && pass "$model {$mesh}: losses: $l" || fail "$model {$mesh}: losses: $l"
+    p=$(compare_params "$WORK/${model}_single.bin" "$WORK/$name.bin") \
+      && pass "$model {$mesh}: params: $p" || fail "$model {$mesh}: params: $p"
+  done
+done
+finish
