@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "comm/mesh.h"
 #include "comm/sharding.h"
@@ -20,10 +21,7 @@ namespace {
 
 constexpr int kMaxRanksListed = 64;  // beyond this the per-rank table is cut
 
-int Fail(const Status& st) {
-  std::fprintf(stderr, "elastrain plan: error: %s\n", st.message().c_str());
-  return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ? 2 : 1;
-}
+int Fail(const Status& st) { return FailCommand("plan", st); }
 
 std::string Bytes(int64_t b) {
   const double d = static_cast<double>(b);
@@ -134,20 +132,13 @@ int RunPlanCommand(const std::vector<std::string>& args) {
     for (auto& k : ignored) keys += (keys.empty() ? "" : ", ") + k;
     std::printf("(ignoring %zu MaxText keys that elastrain does not implement: %s)\n", ignored.size(), keys.c_str());
   }
-  const int world = static_cast<int>(c.num_workers);
-  AutoMeshBudget budget;
-  budget.memory_bytes_per_worker = AvailableMemoryBytes() / c.num_workers;
-  budget.batch_rows = c.per_device_batch_size;
-  budget.seq_len = c.max_target_length;
-  budget.remat_full = c.remat_policy == "full";
-  auto mesh = ResolveMesh(world, c.ici_data_parallelism, c.ici_fsdp_parallelism, c.ici_tensor_parallelism, c.model,
-                          budget);
+  auto mesh = ResolveMeshForConfig(c);
   if (!mesh.ok()) return Fail(mesh.status());
   PlanBatch batch;
   batch.global_batch = GlobalBatchSize(c, c.num_workers);
   batch.micro_batch = c.per_device_batch_size;
   batch.seq_len = c.max_target_length;
-  batch.remat_full = budget.remat_full;
+  batch.remat_full = c.remat_policy == "full";
   PrintPlan(c, mesh.value(), batch);
   return 0;
 }

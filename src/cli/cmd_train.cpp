@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_errors.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -18,21 +19,7 @@
 namespace elastrain {
 
 namespace {
-int ExitCodeFor(const Status& st) {
-  switch (st.code()) {
-    case StatusCode::kInvalidArgument:
-    case StatusCode::kNotFound:
-    case StatusCode::kOutOfMemory:
-      return 2;  // the configuration cannot run; retrying will not help
-    default:
-      return 1;
-  }
-}
-
-int Fail(const Status& st) {
-  std::fprintf(stderr, "elastrain: error: %s\n", st.message().c_str());
-  return ExitCodeFor(st);
-}
+int Fail(const Status& st) { return FailCommand("", st); }
 
 void PrintSummary(const TrainSummary& s) {
   const double drop = s.first_eval_loss > 0 ? 100.0 * (1.0 - s.final_eval_loss / s.first_eval_loss) : 0.0;
