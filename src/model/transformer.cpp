@@ -205,6 +205,12 @@ void Transformer<T>::TensorAllReduce(T* data, int64_t n) {
 }
 
 template <typename T>
+void Transformer<T>::Hook(const std::function<Status(int)>& f, int unit) {
+  if (!f || !comm_status_.ok()) return;
+  comm_status_ = f(unit);
+}
+
+template <typename T>
 const T* Transformer<T>::RowParallelBias(const T* w, int64_t off) const {
   return off >= 0 && tensor_rank_ == 0 ? w + off : nullptr;
 }
@@ -217,17 +223,34 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   const bool llama = cfg_.family == ModelFamily::kLlama;
   const bool remat = remat_ == RematPolicy::kFull;
   comm_status_ = Status::OK();
+  const int post = static_cast<int>(L) + 1;
+  Hook(hooks_.acquire, 0);
+  Hook(hooks_.acquire, post);
   k::embedding_forward(resid_[0], inputs, w + layout_.wte, llama ? nullptr : w + layout_.wpe, rows, seq_len_, C);
-  for (int64_t l = 0; l < L; ++l) LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);
+  for (int64_t l = 0; l < L; ++l) {
+    Hook(hooks_.acquire, 1 + l);
+    LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);
+    Hook(hooks_.release, 1 + l);
+  }
   if (llama) k::rmsnorm_forward(final_norm_, final_rstd_, resid_[L], w + layout_.final_norm_w, N, C, cfg_.norm_eps);
   else k::layernorm_forward(final_norm_, final_mean_, final_rstd_, resid_[L], w + layout_.final_norm_w, w + layout_.final_norm_b, N, C, cfg_.norm_eps);
   k::matmul_forward(logits_, final_norm_, w + layout_.lm_head, static_cast<const T*>(nullptr), N, C, d.V);
-  if (!targets) return 0.0;
+  auto release_ends = [&] {
+    Hook(hooks_.release, post);
+    Hook(hooks_.release, 0);
+  };
+  if (!targets) {
+    release_ends();
+    return 0.0;
+  }
   // With gradients, dlogits overwrite the logits in place.
   k::crossentropy_forward_backward(losses_, g ? logits_ : static_cast<T*>(nullptr), logits_, targets, N, d.V, dloss);
   double loss_sum = 0;
   for (int64_t n = 0; n < N; ++n) loss_sum += losses_[n];
-  if (!g) return loss_sum;
+  if (!g) {
+    release_ends();
+    return loss_sum;
+  }
 
   // Backward: head, final norm, layers in reverse, embeddings.
   std::memset(d_norm_, 0, sizeof(T) * N * C);
@@ -237,10 +260,16 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   else k::layernorm_backward(d_resid_, g + layout_.final_norm_w, g + layout_.final_norm_b, d_norm_, resid_[L], w + layout_.final_norm_w, final_mean_, final_rstd_, N, C);
   for (int64_t l = L - 1; l >= 0; --l) {
     // Recomputing writes the same values into resid_[l+1] again; it is no longer read.
+    Hook(hooks_.acquire, 1 + l);
     if (remat) LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);
     LayerBackward(l, w, g, ActsFor(l), resid_[l], d_resid_, rows);
+    Hook(hooks_.grads_ready, 1 + l);
+    Hook(hooks_.release, 1 + l);
   }
   k::embedding_backward(g + layout_.wte, llama ? static_cast<T*>(nullptr) : g + layout_.wpe, d_resid_, inputs, rows, seq_len_, C);
+  Hook(hooks_.grads_ready, post);
+  Hook(hooks_.grads_ready, 0);
+  release_ends();
   return loss_sum;
 }
 

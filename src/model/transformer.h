@@ -49,6 +49,18 @@ class Transformer {
   // Row-parallel biases are added by tensor rank 0 only, so the sum adds them once.
   using AllReduceFn = std::function<Status(T* data, int64_t n)>;
   void SetTensorParallel(int tensor_rank, AllReduceFn allreduce);
+  // Parameter units for FSDP: unit 0 is everything before layer 0 (embeddings), unit
+  // 1+l is layer l, unit L+1 everything after the last layer (final norm, head). The
+  // model calls `acquire(u)` before it reads unit u's parameters, `release(u)` when it
+  // will not read them again until the next acquire, and `grads_ready(u)` once unit u's
+  // gradients of this micro-batch are complete. Units 0 and L+1 are held for a whole
+  // pass (the tied gpt2 head reads the embedding at the end); layers are released after
+  // their forward and acquired again for their backward (ZeRO-3).
+  struct UnitHooks {
+    std::function<Status(int unit)> acquire, release, grads_ready;
+  };
+  void SetUnitHooks(UnitHooks hooks) { hooks_ = std::move(hooks); }
+
   // The first collective failure of the last Forward/ForwardBackward (then its results
   // are meaningless), or OK.
   const Status& comm_status() const { return comm_status_; }
@@ -66,6 +78,7 @@ class Transformer {
   void LayerBackward(int64_t l, const T* params, T* grads, LayerActs& a, const T* x_in, T* dx, int64_t rows);
   LayerActs& ActsFor(int64_t l);
   void TensorAllReduce(T* data, int64_t n);  // no-op without tensor parallelism
+  void Hook(const std::function<Status(int)>& f, int unit);  // no-op without hooks
   const T* RowParallelBias(const T* w, int64_t off) const;
 
   ModelConfig cfg_;
@@ -74,6 +87,7 @@ class Transformer {
   RematPolicy remat_;
   int tensor_rank_ = 0;
   AllReduceFn tensor_allreduce_;
+  UnitHooks hooks_;
   Status comm_status_;
   std::vector<T> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table

@@ -1,10 +1,14 @@
 #include "train/train_state.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <new>
 
 #include "common/log.h"
-#include "model/transformer.h"
 
 namespace elastrain {
 
@@ -13,27 +17,137 @@ namespace {
 constexpr size_t kAllReduceBucketElems = size_t{1} << 20;
 }  // namespace
 
+// ---------------------------------------------------------------- ReleasableBuffer
+ReleasableBuffer::ReleasableBuffer(int64_t floats) : bytes_(std::max<size_t>(1, floats * sizeof(float))) {
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  data_ = static_cast<float*>(p);
+}
+
+ReleasableBuffer::~ReleasableBuffer() {
+  if (data_) ::munmap(data_, bytes_);
+}
+
+void ReleasableBuffer::ZeroAndRelease(int64_t begin, int64_t n) {
+  if (n <= 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(data_ + begin), e = reinterpret_cast<uintptr_t>(data_ + begin + n);
+  const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
+  if (pb >= pe) {
+    std::memset(data_ + begin, 0, n * sizeof(float));
+    return;
+  }
+  std::memset(reinterpret_cast<void*>(b), 0, pb - b);
+  std::memset(reinterpret_cast<void*>(pe), 0, e - pe);
+  ::madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);  // reads back as zeros
+}
+
+// ---------------------------------------------------------------- TrainState
 TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords coords, RankGroups groups)
-    : global_(global), mesh_(mesh), coords_(coords), g_(groups) {
+    : global_(global),
+      mesh_(mesh),
+      coords_(coords),
+      g_(groups),
+      params_(0),
+      grads_(0) {
   auto local = TensorLocalConfig(global, mesh.tensor());
   local_ = local.ok() ? local.value() : global;  // ResolveMesh has validated divisibility
   global_layout_ = BuildParamLayout(global_);
   local_layout_ = BuildParamLayout(local_);
   sharding_ = ShardingTable(global_, mesh.tensor());
-  padded_ = FsdpPaddedSize(local_layout_.total, mesh.fsdp());
-  shard_ = FsdpShardRange(local_layout_.total, coords.fsdp, mesh.fsdp());
-  params_.assign(padded_, 0.f);
-  grads_.assign(padded_, 0.f);
-  m_.assign(shard_.size(), 0.f);
-  v_.assign(shard_.size(), 0.f);
-  if (mesh.fsdp() > 1) shard_buf_.assign(shard_.size(), 0.f);
-  norm_weight_.assign(shard_.size(), 0.f);
+  params_.~ReleasableBuffer();
+  new (&params_) ReleasableBuffer(local_layout_.total);
+  grads_.~ReleasableBuffer();
+  new (&grads_) ReleasableBuffer(local_layout_.total);
+
+  // Units: before layer 0, each layer, after the last layer.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ranges.push_back({0, local_layout_.layers.front().begin});
+  for (const LayerOffsets& l : local_layout_.layers) ranges.push_back({l.begin, l.end});
+  ranges.push_back({local_layout_.layers.back().end, local_layout_.total});
+  const int64_t F = mesh.fsdp();
+  int64_t max_padded = 0;
+  for (auto [b, e] : ranges) {
+    Unit u;
+    u.begin = b;
+    u.end = e;
+    u.chunk = (e - b + F - 1) / F;
+    u.shard_offset = shard_size_;
+    u.own_begin = std::min(e, b + coords.fsdp * u.chunk);
+    u.own_end = std::min(e, u.own_begin + u.chunk);
+    shard_size_ += u.chunk;
+    max_padded = std::max(max_padded, u.chunk * F);
+    units_.push_back(u);
+  }
+  if (sharded()) {
+    param_shard_.assign(shard_size_, 0.f);
+    grad_shard_.assign(shard_size_, 0.f);
+    unit_buf_.assign(max_padded, 0.f);
+    chunk_buf_.assign(max_padded / F, 0.f);
+  } else {
+    shard_size_ = local_layout_.total;  // the whole buffer, in order
+  }
+  m_.assign(shard_size_, 0.f);
+  v_.assign(shard_size_, 0.f);
+  norm_weight_.assign(shard_size_, 0.f);
   for (size_t i = 0; i < local_layout_.tensors.size(); ++i) {
     const ParamTensor& t = local_layout_.tensors[i];
     const float w = sharding_[i].split == TensorSplit::kReplicated ? 1.f / static_cast<float>(mesh.tensor()) : 1.f;
-    const int64_t b = std::max(t.offset, shard_.begin), e = std::min(t.offset + t.size, shard_.end);
-    for (int64_t j = b; j < e; ++j) norm_weight_[j - shard_.begin] = w;
+    ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t, int64_t n) {
+      std::fill(norm_weight_.begin() + s, norm_weight_.begin() + s + n, w);
+    });
   }
+}
+
+template <typename F>
+void TrainState::ForOwned(int64_t begin, int64_t end, F&& f) const {
+  if (!sharded()) {
+    if (begin < end) f(begin, begin, end - begin);
+    return;
+  }
+  for (const Unit& u : units_) {
+    const int64_t b = std::max(begin, u.own_begin), e = std::min(end, u.own_end);
+    if (b < e) f(u.shard_offset + (b - u.own_begin), b, e - b);
+  }
+}
+
+Transformer<float>::UnitHooks TrainState::Hooks() {
+  if (!sharded()) return {};
+  return {[this](int u) { return Acquire(u); }, [this](int u) { return Release(u); },
+          [this](int u) { return GradsReady(u); }};
+}
+
+Status TrainState::Acquire(int ui) {
+  const Unit& u = units_[ui];
+  const int64_t n = u.end - u.begin;
+  std::memcpy(chunk_buf_.data(), param_shard_.data() + u.shard_offset, sizeof(float) * u.chunk);
+  if (n == u.chunk * mesh_.fsdp())  // no padding: gather straight into place
+    return g_.fsdp->AllGather(chunk_buf_.data(), u.chunk, params_.data() + u.begin);
+  ELASTRAIN_RETURN_IF_ERROR(g_.fsdp->AllGather(chunk_buf_.data(), u.chunk, unit_buf_.data()));
+  std::memcpy(params_.data() + u.begin, unit_buf_.data(), sizeof(float) * n);
+  return Status::OK();
+}
+
+Status TrainState::Release(int ui) {
+  const Unit& u = units_[ui];
+  params_.ZeroAndRelease(u.begin, u.end - u.begin);
+  return Status::OK();
+}
+
+Status TrainState::GradsReady(int ui) {
+  const Unit& u = units_[ui];
+  const int64_t n = u.end - u.begin;
+  const float* in = grads_.data() + u.begin;
+  if (n != u.chunk * mesh_.fsdp()) {  // pad the unit to fsdp equal chunks
+    std::memcpy(unit_buf_.data(), in, sizeof(float) * n);
+    std::fill(unit_buf_.begin() + n, unit_buf_.begin() + u.chunk * mesh_.fsdp(), 0.f);
+    in = unit_buf_.data();
+  }
+  ELASTRAIN_RETURN_IF_ERROR(g_.fsdp->ReduceScatterSum(in, chunk_buf_.data(), u.chunk));
+  float* acc = grad_shard_.data() + u.shard_offset;
+  for (int64_t i = 0; i < u.chunk; ++i) acc[i] += chunk_buf_[i];
+  grads_.ZeroAndRelease(u.begin, n);  // ready for the next micro-batch, and no pages held
+  return Status::OK();
 }
 
 void TrainState::LocalToGlobal(const float* local, int t, float* global) const {
@@ -52,9 +166,8 @@ void TrainState::LocalToGlobal(const float* local, int t, float* global) const {
     if (s.split_dim == 0) {
       std::memcpy(dst + r.begin * cols, src, sizeof(float) * lt.size);
     } else {
-      const int64_t rows = gt.shape[0], lcols = r.size();
-      for (int64_t row = 0; row < rows; ++row)
-        std::memcpy(dst + row * cols + r.begin, src + row * lcols, sizeof(float) * lcols);
+      for (int64_t row = 0; row < gt.shape[0]; ++row)
+        std::memcpy(dst + row * cols + r.begin, src + row * r.size(), sizeof(float) * r.size());
     }
   }
 }
@@ -75,9 +188,8 @@ void TrainState::GlobalToLocal(const float* global, int t, float* local) const {
     if (s.split_dim == 0) {
       std::memcpy(dst, src + r.begin * cols, sizeof(float) * lt.size);
     } else {
-      const int64_t rows = gt.shape[0], lcols = r.size();
-      for (int64_t row = 0; row < rows; ++row)
-        std::memcpy(dst + row * lcols, src + row * cols + r.begin, sizeof(float) * lcols);
+      for (int64_t row = 0; row < gt.shape[0]; ++row)
+        std::memcpy(dst + row * r.size(), src + row * cols + r.begin, sizeof(float) * r.size());
     }
   }
 }
@@ -85,69 +197,68 @@ void TrainState::GlobalToLocal(const float* global, int t, float* local) const {
 void TrainState::InitParams(uint64_t seed) {
   if (mesh_.tensor() == 1) {
     elastrain::InitParams(global_, global_layout_, seed, params_.data());
-    return;
+  } else {
+    std::vector<float> global(global_layout_.total);
+    elastrain::InitParams(global_, global_layout_, seed, global.data());
+    GlobalToLocal(global.data(), coords_.tensor, params_.data());
   }
-  std::vector<float> global(global_layout_.total);
-  elastrain::InitParams(global_, global_layout_, seed, global.data());
-  GlobalToLocal(global.data(), coords_.tensor, params_.data());
+  if (!sharded()) return;
+  ForOwned(0, local_layout_.total, [&](int64_t s, int64_t l, int64_t n) {
+    std::memcpy(param_shard_.data() + s, params_.data() + l, sizeof(float) * n);
+  });
+  params_.ZeroAndRelease(0, local_layout_.total);
 }
 
-void TrainState::ZeroGrads() { std::fill(grads_.begin(), grads_.end(), 0.f); }
-
-float* TrainState::shard_grads() { return mesh_.fsdp() > 1 ? shard_buf_.data() : grads_.data(); }
+void TrainState::ZeroGrads() {
+  if (sharded()) std::fill(grad_shard_.begin(), grad_shard_.end(), 0.f);  // the working grads are zero already
+  else std::memset(grads_.data(), 0, sizeof(float) * local_layout_.total);
+}
 
 Status TrainState::ReduceGradients() {
-  if (mesh_.fsdp() > 1) {
-    ELASTRAIN_RETURN_IF_ERROR(g_.fsdp->ReduceScatterSum(grads_.data(), shard_buf_.data(), shard_.size()));
-  }
-  if (mesh_.data() > 1)
-    return g_.data->AllReduceSumBucketed(shard_grads(), shard_.size(), kAllReduceBucketElems);
-  return Status::OK();
+  if (mesh_.data() == 1) return Status::OK();
+  return g_.data->AllReduceSumBucketed(shard_grads(), shard_size_, kAllReduceBucketElems);
 }
 
 Result<double> TrainState::ClipGradients(double threshold) {
-  const float* g = shard_grads();
+  float* g = shard_grads();
   double sq = 0;
-  for (int64_t i = 0; i < shard_.size(); ++i) sq += static_cast<double>(g[i]) * g[i] * norm_weight_[i];
+  for (int64_t i = 0; i < shard_size_; ++i) sq += static_cast<double>(g[i]) * g[i] * norm_weight_[i];
   // Data replicas hold the same shard: the world sum counts each shard `data` times.
   sq /= mesh_.data();
   if (mesh_.world_size() > 1) ELASTRAIN_RETURN_IF_ERROR(g_.world->AllReduceSum(&sq, 1));
   const double norm = std::sqrt(sq);
   if (threshold > 0 && norm > threshold) {
     const float scale = static_cast<float>(threshold / (norm + 1e-6));
-    float* gm = shard_grads();
-    for (int64_t i = 0; i < shard_.size(); ++i) gm[i] *= scale;
+    for (int64_t i = 0; i < shard_size_; ++i) g[i] *= scale;
   }
   return norm;
 }
 
 void TrainState::Update(int64_t step, double lr, const AdamWOptions& opt) {
+  float* p = shard_params();
   float* g = shard_grads();
   for (const ParamTensor& t : local_layout_.tensors) {
-    const int64_t b = std::max(t.offset, shard_.begin), e = std::min(t.offset + t.size, shard_.end);
-    if (b >= e) continue;
-    const int64_t s = b - shard_.begin;
-    AdamWUpdateSpan(params_.data() + b, g + s, m_.data() + s, v_.data() + s, e - b, step, lr, t.shape.size() >= 2,
-                    opt);
+    const bool decay = t.shape.size() >= 2;
+    ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t, int64_t n) {
+      AdamWUpdateSpan(p + s, g + s, m_.data() + s, v_.data() + s, n, step, lr, decay, opt);
+    });
   }
-}
-
-Status TrainState::GatherParams() {
-  if (mesh_.fsdp() == 1) return Status::OK();
-  std::memcpy(shard_buf_.data(), params_.data() + shard_.begin, sizeof(float) * shard_.size());
-  return g_.fsdp->AllGather(shard_buf_.data(), shard_.size(), params_.data());
 }
 
 Result<std::vector<float>> TrainState::GatherGlobalParams() {
+  if (sharded())
+    for (size_t u = 0; u < units_.size(); ++u) ELASTRAIN_RETURN_IF_ERROR(Acquire(static_cast<int>(u)));
   std::vector<float> global(global_layout_.total);
   if (mesh_.tensor() == 1) {
     std::memcpy(global.data(), params_.data(), sizeof(float) * global.size());
-    return global;
+  } else {
+    const size_t n = local_layout_.total;
+    std::vector<float> all(n * mesh_.tensor());
+    ELASTRAIN_RETURN_IF_ERROR(g_.tensor->AllGather(params_.data(), n, all.data()));
+    for (int t = 0; t < mesh_.tensor(); ++t) LocalToGlobal(all.data() + t * n, t, global.data());
   }
-  const size_t n = local_layout_.total;
-  std::vector<float> all(n * mesh_.tensor());
-  ELASTRAIN_RETURN_IF_ERROR(g_.tensor->AllGather(params_.data(), n, all.data()));
-  for (int t = 0; t < mesh_.tensor(); ++t) LocalToGlobal(all.data() + t * n, t, global.data());
+  if (sharded())
+    for (size_t u = 0; u < units_.size(); ++u) ELASTRAIN_RETURN_IF_ERROR(Release(static_cast<int>(u)));
   return global;
 }
 

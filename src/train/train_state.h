@@ -1,15 +1,18 @@
-// The training state of one rank and how ranks keep it consistent:
-//   - params: the tensor-LOCAL parameters, whole (the working copy every forward reads);
-//   - grads: their gradients, accumulated over the rank's micro-batches;
-//   - AdamW m and v: only this rank's FSDP shard of the tensor-local flat buffer.
-// A step is: ZeroGrads -> (forward/backward into grads) -> ReduceGradients
-// (reduce-scatter over fsdp, allreduce of the shard over data) -> ClipGradients (global
-// norm over the whole model) -> Update (AdamW on the shard) -> GatherParams (allgather
-// over fsdp). With fsdp = 1 the shard is the whole buffer and the reduction is one
-// bucketed allreduce over the data axis (plain data parallelism).
-// Departure from ZeRO-3 (docs/parallelism.md): the working parameters are gathered once
-// per step for the whole model, not layer by layer, so parameter memory is not yet
-// sharded during compute; gradients' reduced shard and the AdamW moments are.
+// The training state of one rank and how ranks keep it consistent.
+//
+// Every rank holds the tensor-LOCAL model (heads and MLP rows divided by the tensor
+// degree; comm/sharding.h). Its flat buffer is cut into units: everything before layer
+// 0, each layer, everything after the last layer (Transformer::UnitHooks). With FSDP
+// (fsdp > 1, ZeRO-3) each fsdp rank owns a 1/fsdp chunk of every unit: the master
+// parameters, the reduced gradient and both AdamW moments of its chunks only. The
+// working parameters and gradients are full-size address ranges (mmap), but a layer's
+// pages exist only while the model uses it: acquire = allgather the unit's chunks,
+// release = drop its pages; a unit's gradient is reduce-scattered into the owner's
+// chunk as soon as its backward finishes and its pages dropped.
+// With fsdp = 1 the shard is the whole buffer, nothing is released, and gradients are
+// reduced once per step with a bucketed allreduce over the data axis.
+// A step: ZeroGrads -> forward/backward (hooks) -> ReduceGradients (allreduce of the
+// shard over data) -> ClipGradients (global norm) -> Update (AdamW on the shard).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +23,7 @@
 #include "comm/sharding.h"
 #include "model/layout.h"
 #include "model/model_config.h"
+#include "model/transformer.h"
 #include "optim/optim.h"
 
 namespace elastrain {
@@ -32,6 +36,23 @@ struct RankGroups {
   ProcessGroup* data = nullptr;
 };
 
+// Anonymous memory whose pages can be handed back to the kernel (they read as zeros).
+class ReleasableBuffer {
+ public:
+  explicit ReleasableBuffer(int64_t floats = 0);
+  ~ReleasableBuffer();
+  ReleasableBuffer(const ReleasableBuffer&) = delete;
+  ReleasableBuffer& operator=(const ReleasableBuffer&) = delete;
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  // Sets [begin, begin+n) to zero, returning the whole pages inside it to the kernel.
+  void ZeroAndRelease(int64_t begin, int64_t n);
+
+ private:
+  float* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 class TrainState {
  public:
   // `global` is the whole model; the state holds the tensor-local slice for `coords`.
@@ -41,40 +62,54 @@ class TrainState {
   float* params() { return params_.data(); }
   float* grads() { return grads_.data(); }
   int64_t local_size() const { return local_layout_.total; }
+  // The FSDP hooks for the model (empty hooks when fsdp = 1).
+  Transformer<float>::UnitHooks Hooks();
 
   // Initialises from init_weights_seed exactly as a single process would (the global
-  // tensors are drawn, then this rank keeps its slices).
+  // tensors are drawn, then this rank keeps its slices and chunks).
   void InitParams(uint64_t seed);
   void ZeroGrads();
   Status ReduceGradients();
   // Global-norm clipping of the reduced shard; returns the norm before clipping.
   Result<double> ClipGradients(double threshold);
   void Update(int64_t step, double lr, const AdamWOptions& opt);
-  Status GatherParams();
-  // The whole model's parameters in the global layout (every rank gets them; collective
-  // over the world). For tests and exports.
+  // The whole model's parameters in the global layout (collective over the world).
   Result<std::vector<float>> GatherGlobalParams();
 
  private:
-  float* shard_grads();  // the reduced gradient of this rank's shard
-  // Copies between a tensor-local flat buffer and the global one, for tensor rank t.
+  struct Unit {
+    int64_t begin = 0, end = 0;  // range of the local flat buffer
+    int64_t chunk = 0;           // ceil((end-begin) / fsdp): what each fsdp rank owns
+    int64_t shard_offset = 0;    // where this rank's chunk sits in the shard buffers
+    int64_t own_begin = 0, own_end = 0;  // the owned range (own_end <= end: padding is not stored)
+  };
+  Status Acquire(int u);
+  Status Release(int u);
+  Status GradsReady(int u);
+  bool sharded() const { return mesh_.fsdp() > 1; }
+  float* shard_params() { return sharded() ? param_shard_.data() : params_.data(); }
+  float* shard_grads() { return sharded() ? grad_shard_.data() : grads_.data(); }
+  // Calls f(shard_index, local_index, n) for each run of this rank's owned elements
+  // that lies inside [begin, end) of the local buffer.
+  template <typename F>
+  void ForOwned(int64_t begin, int64_t end, F&& f) const;
   void LocalToGlobal(const float* local, int t, float* global) const;
   void GlobalToLocal(const float* global, int t, float* local) const;
 
-  ModelConfig global_;
-  ModelConfig local_;
+  ModelConfig global_, local_;
   ParamLayout global_layout_, local_layout_;
   std::vector<TensorSharding> sharding_;
   Mesh mesh_;
   MeshCoords coords_;
   RankGroups g_;
-  IndexRange shard_;  // this rank's range of the padded local flat buffer
-  int64_t padded_ = 0;
-  std::vector<float> params_, grads_;  // padded_ floats each
-  std::vector<float> m_, v_;            // shard_.size() floats each
-  std::vector<float> shard_buf_;        // reduce-scatter output / allgather input
-  // Per shard element: 1 for tensor-parallel-split tensors, 1/tensor for replicated
-  // ones (every tensor rank holds them), 0 in the padding: weights of the global norm.
+  std::vector<Unit> units_;
+  int64_t shard_size_ = 0;
+  ReleasableBuffer params_, grads_;                // local_size floats of address space
+  std::vector<float> param_shard_, grad_shard_;    // FSDP: this rank's chunks
+  std::vector<float> m_, v_;                       // AdamW moments of the shard
+  std::vector<float> unit_buf_, chunk_buf_;        // padded unit / one chunk, for collectives
+  // Per shard element: 1 for tensor-split tensors, 1/tensor for replicated ones (every
+  // tensor rank holds them), 0 in padding: the weights of the global gradient norm.
   std::vector<float> norm_weight_;
 };
 

@@ -39,7 +39,7 @@ class Trainer {
   Status ConnectGroups();
   Status OpenData();
   // Loads samples indices[begin, begin+rows) of `split` into inputs_/targets_.
-  void LoadRows(Split split, const std::vector<int64_t>& indices, size_t begin, size_t rows);
+  void LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows);
   Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
   Result<double> Evaluate();               // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds);
@@ -53,6 +53,12 @@ class Trainer {
   }
   Status WriteSummary(const TrainSummary& s);
   bool is_chief() const { return ctx_.rank == 0; }
+  // Micro-batches every rank runs for a batch of `rows` split over the batch shards: the
+  // largest share (the first one) divided into per_device_batch_size pieces.
+  int64_t MicroBatches(int64_t rows) const {
+    auto [b, e] = Sampler::ShareRange(rows, 0, mesh_->batch_shards());
+    return (e - b + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
+  }
   ScheduleOptions Schedule() const {
     return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps), cfg_.steps,
             cfg_.cosine_learning_rate_final_fraction};
@@ -175,6 +181,13 @@ Status Trainer::Setup() {
   RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
   state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
   state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
+  Transformer<float>::UnitHooks hooks = state_->Hooks();
+  if (hooks.acquire) {  // FSDP: time the per-unit collectives as communication
+    auto timed = [this](std::function<Status(int)> f) {
+      return [this, f](int u) { return Timed([&] { return f(u); }); };
+    };
+    model_->SetUnitHooks({timed(hooks.acquire), hooks.release, timed(hooks.grads_ready)});
+  }
   if (cfg_.record_consumed_samples) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
     samples_log_ = std::make_unique<MetricsWriter>();
@@ -204,8 +217,8 @@ Status Trainer::Setup() {
   return Status::OK();
 }
 
-void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, size_t begin, size_t rows) {
-  for (size_t r = 0; r < rows; ++r) {
+void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
     data_->GetSample(split, indices[begin + r], sample_.data());
     std::copy(sample_.begin(), sample_.begin() + T_, inputs_.begin() + r * T_);
     std::copy(sample_.begin() + 1, sample_.end(), targets_.begin() + r * T_);
@@ -220,8 +233,10 @@ Result<double> Trainer::TrainStep(int64_t step) {
     ELASTRAIN_RETURN_IF_ERROR(samples_log_->Write({{"step", step}, {"rank", ctx_.rank}, {"indices", rows}}));
   const float dloss = static_cast<float>(1.0 / static_cast<double>(gb_ * T_));
   double loss_sum = 0;
-  for (size_t begin = 0; begin < rows.size(); begin += cfg_.per_device_batch_size) {
-    const size_t n = std::min<size_t>(cfg_.per_device_batch_size, rows.size() - begin);
+  // Every rank runs the same number of micro-batches (FSDP gathers are collective); a
+  // rank whose share is smaller runs empty ones at the end.
+  for (int64_t mb = 0, begin = 0; mb < MicroBatches(gb_); ++mb, begin += cfg_.per_device_batch_size) {
+    const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(rows.size()) - begin, 0, cfg_.per_device_batch_size);
     LoadRows(Split::kTrain, rows, begin, n);
     loss_sum += model_->ForwardBackward(state_->params(), state_->grads(), inputs_.data(), targets_.data(), n, dloss);
     ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
@@ -234,7 +249,6 @@ Result<double> Trainer::TrainStep(int64_t step) {
   }));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
-  ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return state_->GatherParams(); }));
   // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
   double sum = loss_sum / mesh_->tensor();
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return world_->AllReduceSum(&sum, 1); }));
@@ -249,8 +263,8 @@ Result<double> Trainer::Evaluate() {
   auto [b, e] = Sampler::ShareRange(want, batch_shard_, mesh_->batch_shards());
   for (int64_t i = b; i < e; ++i) idx.push_back(i);
   double loss_sum = 0;
-  for (size_t begin = 0; begin < idx.size(); begin += cfg_.per_device_batch_size) {
-    const size_t n = std::min<size_t>(cfg_.per_device_batch_size, idx.size() - begin);
+  for (int64_t mb = 0, begin = 0; mb < MicroBatches(want); ++mb, begin += cfg_.per_device_batch_size) {
+    const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(idx.size()) - begin, 0, cfg_.per_device_batch_size);
     LoadRows(Split::kEval, idx, begin, n);
     loss_sum += model_->Forward(state_->params(), inputs_.data(), targets_.data(), n);
     ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
@@ -264,9 +278,7 @@ Result<TrainSummary> Trainer::Run() {
   TrainSummary s;
   s.run_dir = run_dir_;
   s.global_batch_size = gb_;
-  const int64_t my_rows = Sampler::ShareRange(gb_, batch_shard_, mesh_->batch_shards()).second -
-                          Sampler::ShareRange(gb_, batch_shard_, mesh_->batch_shards()).first;
-  s.micro_batches_per_step = (my_rows + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
+  s.micro_batches_per_step = MicroBatches(gb_);
   s.activation_bytes = model_->ActivationBytes();
   auto eval = [&](int64_t step) -> Status {
     ELASTRAIN_ASSIGN_OR_RETURN(double l, Evaluate());

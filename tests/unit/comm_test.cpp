@@ -7,15 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <atomic>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
