@@ -256,6 +256,7 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
   bool io_error = false;
   try {
     body();
+    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
     return Status::OK();
   } catch (const gloo::IoException& e) {  // timeouts and closed/reset connections
     what = e.what();

@@ -80,6 +80,9 @@ class ProcessGroup {
   int size() const { return size_; }
   const std::string& prefix() const { return prefix_; }
   std::chrono::milliseconds timeout() const { return opt_.timeout; }
+  // Seconds spent inside successful collectives since Connect (including waiting for
+  // slower peers): what the trainer reports as communication time.
+  double busy_seconds() const { return busy_seconds_; }
   // True after a communication failure; every later call returns FailedPrecondition.
   bool broken() const { return !first_error_.empty(); }
 
@@ -125,6 +128,7 @@ class ProcessGroup {
   const GroupOptions opt_;
   std::shared_ptr<gloo::Context> ctx_;  // null when size_ == 1
   uint32_t next_tag_ = 0;
+  double busy_seconds_ = 0;
   std::string first_error_;  // set once, by the first failed collective
 };
 

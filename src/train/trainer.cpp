@@ -43,13 +43,12 @@ class Trainer {
   Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
   Result<double> Evaluate();               // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds);
-  // Runs a collective and adds its duration to comm_seconds_.
-  template <typename F>
-  Status Timed(F&& f) {
-    auto t0 = Clock::now();
-    Status st = f();
-    comm_seconds_ += SecondsSince(t0);
-    return st;
+  // Seconds all of this rank's groups have spent in collectives so far.
+  double CommSeconds() const {
+    double s = 0;
+    for (const auto* g : {&world_, &tensor_, &fsdp_, &data_group_})
+      if (*g) s += (*g)->busy_seconds();
+    return s;
   }
   Status WriteSummary(const TrainSummary& s);
   bool is_chief() const { return ctx_.rank == 0; }
@@ -82,7 +81,7 @@ class Trainer {
   ProgressLine progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
   double last_grad_norm_ = 0;
-  double comm_seconds_ = 0;  // time blocked in collectives during the current step
+  double comm_seconds_ = 0;  // time in collectives during the last step
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
   Clock::time_point start_;
 };
@@ -175,19 +174,12 @@ Status Trainer::Setup() {
                                                 remat ? RematPolicy::kFull : RematPolicy::kNone);
   if (mesh_->tensor() > 1) {
     ProcessGroup* tg = tensor_.get();
-    model_->SetTensorParallel(coords_.tensor,
-                              [this, tg](float* d, int64_t n) { return Timed([&] { return tg->AllReduceSum(d, n); }); });
+    model_->SetTensorParallel(coords_.tensor, [tg](float* d, int64_t n) { return tg->AllReduceSum(d, n); });
   }
   RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
   state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
   state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
-  Transformer<float>::UnitHooks hooks = state_->Hooks();
-  if (hooks.acquire) {  // FSDP: time the per-unit collectives as communication
-    auto timed = [this](std::function<Status(int)> f) {
-      return [this, f](int u) { return Timed([&] { return f(u); }); };
-    };
-    model_->SetUnitHooks({timed(hooks.acquire), hooks.release, timed(hooks.grads_ready)});
-  }
+  model_->SetUnitHooks(state_->Hooks());
   if (cfg_.record_consumed_samples) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
     samples_log_ = std::make_unique<MetricsWriter>();
@@ -227,7 +219,7 @@ void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, int64_t
 
 Result<double> Trainer::TrainStep(int64_t step) {
   state_->ZeroGrads();
-  comm_seconds_ = 0;
+  const double comm_before = CommSeconds();
   const std::vector<int64_t> rows = sampler_->RankShare(step, batch_shard_, mesh_->batch_shards());
   if (samples_log_)
     ELASTRAIN_RETURN_IF_ERROR(samples_log_->Write({{"step", step}, {"rank", ctx_.rank}, {"indices", rows}}));
@@ -241,18 +233,15 @@ Result<double> Trainer::TrainStep(int64_t step) {
     loss_sum += model_->ForwardBackward(state_->params(), state_->grads(), inputs_.data(), targets_.data(), n, dloss);
     ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
   }
-  ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return state_->ReduceGradients(); }));
-  double grad_norm = 0;
-  ELASTRAIN_RETURN_IF_ERROR(Timed([&]() -> Status {
-    ELASTRAIN_ASSIGN_OR_RETURN(grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
-    return Status::OK();
-  }));
+  ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
+  ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
   // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
   double sum = loss_sum / mesh_->tensor();
-  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(Timed([&] { return world_->AllReduceSum(&sum, 1); }));
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&sum, 1));
   last_grad_norm_ = grad_norm;
+  comm_seconds_ = CommSeconds() - comm_before;
   return sum / static_cast<double>(gb_ * T_);
 }
 
