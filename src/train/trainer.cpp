@@ -148,14 +148,19 @@ Status Trainer::Setup() {
   ELASTRAIN_ASSIGN_OR_RETURN(ModelConfig local, TensorLocalConfig(cfg_.model, mesh_->tensor()));
 
   // Refuse what cannot fit before touching the disk or allocating.
-  MemoryEstimate mem = EstimateTrainingMemory(local, cfg_.per_device_batch_size, T_, remat);
+  PlanBatch plan_batch;
+  plan_batch.global_batch = gb_;
+  plan_batch.micro_batch = cfg_.per_device_batch_size;
+  plan_batch.seq_len = T_;
+  plan_batch.remat_full = remat;
+  const RankPlan mem = PlanRank(*mesh_, cfg_.model, plan_batch);
   const int64_t avail = AvailableMemoryBytes() / ctx_.world;
-  if (mem.total() > avail) {
+  if (mem.total_bytes() > avail) {
     return Status::OutOfMemory(fmt::format(
-        "model_name={} needs about {:.1f} GiB per worker to train (parameters {:.1f}, gradients {:.1f}, AdamW state "
-        "{:.1f}, activations {:.1f} at per_device_batch_size={} max_target_length={}) but this machine has {:.1f} "
-        "GiB available per worker; use a smaller model, or more workers with FSDP",
-        cfg_.model_name, mem.total() / 1073741824.0, mem.param_bytes / 1073741824.0,
+        "model_name={} needs about {:.1f} GiB per worker to train on mesh {} (parameters {:.1f}, gradients {:.1f}, "
+        "AdamW state {:.1f}, activations {:.1f} at per_device_batch_size={} max_target_length={}) but this machine "
+        "has {:.1f} GiB available per worker; use a smaller model, or more workers with FSDP",
+        cfg_.model_name, mem.total_bytes() / 1073741824.0, mesh_->ToString(), mem.param_bytes / 1073741824.0,
         mem.grad_bytes / 1073741824.0, mem.optimizer_bytes / 1073741824.0, mem.activation_bytes / 1073741824.0,
         cfg_.per_device_batch_size, T_, avail / 1073741824.0));
   }

@@ -15,6 +15,10 @@ expect_error "missing config file" "$WORK/nope.yml" -- train "$WORK/nope.yml"
 expect_error "unknown model" "model_name=gpt5: unknown model" -- train model_name=gpt5 "${common[@]}"
 expect_error "7B does not fit" "model_name=llama2-7b needs about [0-9.]+ GiB" -- \
   train model_name=llama2-7b "${common[@]}"
+expect_error "mesh does not multiply" "ici_data_parallelism=2 x ici_fsdp_parallelism=2 x ici_tensor_parallelism=2 = 8 != num_workers=4" -- \
+  train model_name=tiny num_workers=4 ici_data_parallelism=2 ici_fsdp_parallelism=2 ici_tensor_parallelism=2 "${common[@]}"
+expect_error "tensor degree does not divide heads" "ici_tensor_parallelism=3" -- \
+  train model_name=tiny num_workers=3 ici_tensor_parallelism=3 "${common[@]}"
 # Nothing was written for the failed runs.
 if [ -z "$(ls -A "$WORK/runs" 2>/dev/null)" ]; then pass "failed configs wrote nothing"; else fail "runs/ not empty: $(ls "$WORK/runs")"; fi
 finish
