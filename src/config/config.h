@@ -50,6 +50,15 @@ struct TrainConfig {
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
   int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)
+  // --- checkpoints (ckpt/, docs/checkpoint-format.md) ---
+  bool enable_checkpointing = true;
+  int64_t checkpoint_period = 100;
+  bool async_checkpointing = true;
+  int64_t max_num_checkpoints_to_keep = 3;
+  bool save_checkpoint_on_completion = true;
+  std::string load_full_state_path;
+  std::string load_parameters_path;
+  std::string checkpoint_failure_policy = "continue";
   // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
   int64_t num_workers = 1;                   // ranks; data x fsdp x tensor must multiply to this
   int64_t ici_data_parallelism = 0;          // > 0: size; 0: not given; -1: fill with the workers left

@@ -62,6 +62,15 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
       KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
+      KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),
+      KEY("checkpoint_period", "checkpoint", checkpoint_period, "steps between checkpoints"),
+      KEY("async_checkpointing", "checkpoint", async_checkpointing, "snapshot to memory and write in the background while training goes on"),
+      KEY("max_num_checkpoints_to_keep", "checkpoint", max_num_checkpoints_to_keep, "committed checkpoints kept; older ones are removed; <= 0: keep all"),
+      KEY("save_checkpoint_on_completion", "checkpoint", save_checkpoint_on_completion, "save after the last step"),
+      KEY("load_full_state_path", "checkpoint", load_full_state_path, "a checkpoint directory to resume from (parameters, optimizer, step, data state)"),
+      KEY("load_parameters_path", "checkpoint", load_parameters_path, "a checkpoint directory to take parameters from (fresh optimizer, step 0)"),
+      KEY("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
+
       KEY("num_workers", "parallelism", num_workers, "worker processes (ranks); the mesh axes multiply to this"),
       KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch; 0: not given, -1: fill with the workers left"),
       KEY("ici_fsdp_parallelism", "parallelism", ici_fsdp_parallelism, "ranks that shard params, grads and optimizer state (FSDP); 0: not given, -1: fill"),
@@ -180,6 +189,10 @@ Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfi
   } else if (auto f = std::get_if<double* (*)(TrainConfig&)>(&key.field)) {
     if (!ParseDouble(NumberText(value), (*f)(*c)))
       return Status::InvalidArgument(fmt::format("{}={}: expected a number (e.g. 0.5 or 1e-3)", key.name, value));
+  } else if (auto f = std::get_if<bool* (*)(TrainConfig&)>(&key.field)) {
+    if (value == "true" || value == "True" || value == "1") *(*f)(*c) = true;
+    else if (value == "false" || value == "False" || value == "0") *(*f)(*c) = false;
+    else return Status::InvalidArgument(fmt::format("{}={}: expected true or false", key.name, value));
   } else {
     *std::get<std::string* (*)(TrainConfig&)>(key.field)(*c) = value;
   }
@@ -191,6 +204,7 @@ std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c) {
   auto& m = const_cast<TrainConfig&>(c);
   if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
   if (auto f = std::get_if<double* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
+  if (auto f = std::get_if<bool* (*)(TrainConfig&)>(&key.field)) return *(*f)(m) ? "true" : "false";
   return Quote(*std::get<std::string* (*)(TrainConfig&)>(key.field)(m));
 }
 

@@ -16,7 +16,7 @@ namespace elastrain {
 // Each alternative returns the address of the field inside a TrainConfig; a function
 // rather than a member pointer so that nested fields (model.emb_dim) fit the same table.
 using ConfigField = std::variant<int64_t* (*)(TrainConfig&), double* (*)(TrainConfig&),
-                                 std::string* (*)(TrainConfig&)>;
+                                 std::string* (*)(TrainConfig&), bool* (*)(TrainConfig&)>;
 
 struct ConfigKey {
   const char* name;   // the YAML / command-line key, MaxText's spelling where it has one

@@ -91,6 +91,11 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_threads", c.num_threads, 0));
   ELASTRAIN_RETURN_IF_ERROR(OneOf("gemm_backend", c.gemm_backend, {"onednn", "openblas"}));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
+  // --- checkpoints ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("checkpoint_period", c.checkpoint_period, 1));
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("checkpoint_failure_policy", c.checkpoint_failure_policy, {"continue", "fail"}));
+  if (!c.load_full_state_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_full_state_path", c.load_full_state_path));
+  if (!c.load_parameters_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_parameters_path", c.load_parameters_path));
   // --- parallelism (the product and the model constraints: ResolveMesh in comm/mesh.h) ---
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_workers", c.num_workers, 1));
   if (c.num_workers > kMaxWorkers)

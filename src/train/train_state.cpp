@@ -263,3 +263,18 @@ Result<std::vector<float>> TrainState::GatherGlobalParams() {
 }
 
 }  // namespace elastrain
+
+namespace elastrain {
+
+std::vector<TrainState::OwnedRun> TrainState::OwnedRuns() const {
+  std::vector<OwnedRun> runs;
+  for (size_t i = 0; i < local_layout_.tensors.size(); ++i) {
+    const ParamTensor& t = local_layout_.tensors[i];
+    ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t l, int64_t n) {
+      runs.push_back({i, l - t.offset, n, s});
+    });
+  }
+  return runs;
+}
+
+}  // namespace elastrain

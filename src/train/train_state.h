@@ -76,6 +76,22 @@ class TrainState {
   // The whole model's parameters in the global layout (collective over the world).
   Result<std::vector<float>> GatherGlobalParams();
 
+  // What this rank owns, for checkpoints: runs of consecutive elements of one tensor's
+  // tensor-local view, and where they sit in the shard buffers below.
+  struct OwnedRun {
+    size_t tensor = 0;         // index into local_layout().tensors and sharding()
+    int64_t local_begin = 0;   // flat offset within the tensor's local (tensor-parallel) view
+    int64_t n = 0;
+    int64_t shard_offset = 0;  // into shard_params(), adam_m(), adam_v()
+  };
+  std::vector<OwnedRun> OwnedRuns() const;
+  const std::vector<TensorSharding>& sharding() const { return sharding_; }
+  int tensor_rank() const { return coords_.tensor; }
+  float* shard_params() { return sharded() ? param_shard_.data() : params_.data(); }
+  float* adam_m() { return m_.data(); }
+  float* adam_v() { return v_.data(); }
+  int64_t shard_size() const { return shard_size_; }
+
  private:
   struct Unit {
     int64_t begin = 0, end = 0;  // range of the local flat buffer
@@ -87,7 +103,6 @@ class TrainState {
   Status Release(int u);
   Status GradsReady(int u);
   bool sharded() const { return mesh_.fsdp() > 1; }
-  float* shard_params() { return sharded() ? param_shard_.data() : params_.data(); }
   float* shard_grads() { return sharded() ? grad_shard_.data() : grads_.data(); }
   // Calls f(shard_index, local_index, n) for each run of this rank's owned elements
   // that lies inside [begin, end) of the local buffer.

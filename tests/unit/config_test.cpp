@@ -198,7 +198,7 @@ TEST(ConfigLoad, MaxTextFixtureLoadsWithIgnoredKeysListed) {
   std::vector<std::string> ignored;
   auto c = LoadConfig(SourceDir() + "/tests/fixtures/maxtext_base.yml", {}, &ignored);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  for (const char* k : {"dcn_fsdp_parallelism", "quantization", "attention", "dtype", "enable_checkpointing",
+  for (const char* k : {"dcn_fsdp_parallelism", "quantization", "attention", "dtype", "quantize_kvcache",
                         "mesh_axes", "normalization_layer_epsilon", "opt_type", "adam_eps_root"})
     EXPECT_THAT(ignored, ::testing::Contains(std::string(k)));
   for (const std::string& k : ignored) EXPECT_EQ(FindConfigKey(k), nullptr) << k << " is ours, not ignored";
@@ -210,6 +210,8 @@ TEST(ConfigLoad, MaxTextFixtureLoadsWithIgnoredKeysListed) {
   EXPECT_DOUBLE_EQ(c->adam_eps, 1e-8);
   EXPECT_EQ(c->remat_policy, "full");
   EXPECT_EQ(c->log_period, 100);
+  EXPECT_TRUE(c->enable_checkpointing);  // MaxText spells booleans True/False
+  EXPECT_EQ(c->checkpoint_period, 10000);
   EXPECT_EQ(c->model.name, "default");
   EXPECT_EQ(c->model.family, ModelFamily::kLlama);  // decoder_block: llama2
   EXPECT_EQ(c->model.emb_dim, 2048);

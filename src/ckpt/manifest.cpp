@@ -1,0 +1,270 @@
+// manifest.json and the ShardFileInfo exchange text: JSON both ways, with every field
+// checked on the way in so that a damaged or foreign file fails with its field's path.
+#include <fmt/format.h>
+
+#include <cinttypes>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/fault.h"
+#include "common/files.h"
+
+namespace elastrain::ckpt {
+
+using nlohmann::json;
+
+namespace {
+
+// Typed access to a JSON object with the path of each field for error messages.
+class Reader {
+ public:
+  Reader(const json& j, std::string origin, std::string path) : j_(j), origin_(std::move(origin)), path_(std::move(path)) {}
+  Status status() const { return st_; }
+  bool ok() const { return st_.ok(); }
+  const json* Get(const std::string& key, json::value_t want, const char* what) {
+    if (!st_.ok()) return nullptr;
+    if (!j_.is_object() || !j_.contains(key)) return Error(key, "missing");
+    const json& v = j_[key];
+    const bool match = v.type() == want || (want == json::value_t::number_integer && v.is_number_integer());
+    if (!match) return Error(key, std::string("expected ") + what);
+    return &v;
+  }
+  int64_t Int(const std::string& key) {
+    const json* v = Get(key, json::value_t::number_integer, "an integer");
+    return v ? v->get<int64_t>() : 0;
+  }
+  std::string Str(const std::string& key) {
+    const json* v = Get(key, json::value_t::string, "a string");
+    return v ? v->get<std::string>() : std::string();
+  }
+  Reader Sub(const std::string& key, json::value_t want, const char* what) {
+    const json* v = Get(key, want, what);
+    return Reader(v ? *v : Null(), origin_, path_ + key, st_);
+  }
+  Reader At(size_t i) const { return Reader(j_[i], origin_, fmt::format("{}[{}]", Trim(path_), i), st_); }
+  size_t size() const { return j_.is_array() ? j_.size() : 0; }
+  const json& raw() const { return j_; }
+  const json* Error(const std::string& key, const std::string& what) {
+    if (st_.ok()) st_ = Status::Corruption(fmt::format("{}: field '{}{}': {}", origin_, path_, key, what));
+    return nullptr;
+  }
+
+ private:
+  Reader(const json& j, std::string origin, std::string path, Status st)
+      : j_(j), origin_(std::move(origin)), path_(std::move(path) + "."), st_(std::move(st)) {}
+  static const json& Null() {
+    static const json n = json::array();
+    return n;
+  }
+  static std::string Trim(const std::string& p) { return p.empty() || p.back() != '.' ? p : p.substr(0, p.size() - 1); }
+  const json& j_;
+  std::string origin_, path_;
+  Status st_;
+};
+
+json PieceToJson(const PieceRecord& r, bool with_tensor) {
+  json j = {{"file", r.file},
+            {"key", r.key},
+            {"data_offset", r.data_offset},
+            {"tp_dim", r.spec.tp_dim},
+            {"tp_begin", r.spec.tp_begin},
+            {"tp_end", r.spec.tp_end},
+            {"flat_begin", r.spec.flat_begin},
+            {"flat_end", r.spec.flat_end},
+            {"xxh3", HexU64(r.checksum)}};
+  if (with_tensor) {
+    j["tensor"] = r.spec.tensor;
+    j["shape"] = r.spec.global_shape;
+  }
+  return j;
+}
+
+std::vector<int64_t> Shape(Reader& r, const std::string& key) {
+  std::vector<int64_t> shape;
+  Reader s = r.Sub(key, json::value_t::array, "an array of integers");
+  for (const json& d : s.raw()) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0) {
+      r.Error(key, "expected non-negative integers");
+      break;
+    }
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+// `tensor`/`shape` come from the enclosing tensor record in a manifest.
+Status PieceFromJson(Reader r, PieceRecord* out, const std::string* tensor, const std::vector<int64_t>* shape) {
+  out->spec.tensor = tensor ? *tensor : r.Str("tensor");
+  out->spec.global_shape = shape ? *shape : Shape(r, "shape");
+  out->file = r.Str("file");
+  out->key = r.Str("key");
+  out->data_offset = r.Int("data_offset");
+  out->spec.tp_dim = static_cast<int>(r.Int("tp_dim"));
+  out->spec.tp_begin = r.Int("tp_begin");
+  out->spec.tp_end = r.Int("tp_end");
+  out->spec.flat_begin = r.Int("flat_begin");
+  out->spec.flat_end = r.Int("flat_end");
+  const std::string hex = r.Str("xxh3");
+  if (!r.ok()) return r.status();
+  char* end = nullptr;
+  out->checksum = std::strtoull(hex.c_str(), &end, 16);
+  if (hex.size() != 16 || *end != '\0') r.Error("xxh3", "expected 16 hex digits, got '" + hex + "'");
+  if (r.ok()) {
+    Status v = ValidatePiece(out->spec);
+    if (!v.ok()) r.Error("", v.message());
+  }
+  return r.status();
+}
+
+json ShardToJson(const ShardFileInfo& s) {
+  json pieces = json::array();
+  for (const PieceRecord& p : s.pieces) pieces.push_back(PieceToJson(p, true));
+  return {{"file", s.file}, {"kind", KindName(s.kind)}, {"bytes", s.bytes}, {"pieces", pieces}};
+}
+
+}  // namespace
+
+std::string ShardFileInfoToJson(const std::vector<ShardFileInfo>& files) {
+  json j = json::array();
+  for (const ShardFileInfo& s : files) j.push_back(ShardToJson(s));
+  return j.dump();
+}
+
+Result<std::vector<ShardFileInfo>> ShardFileInfoFromJson(const std::string& text) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_array()) return Status::Corruption("shard file info: not a JSON array");
+  std::vector<ShardFileInfo> out;
+  Reader files(j, "shard file info", "");
+  for (size_t i = 0; i < files.size(); ++i) {
+    Reader f = files.At(i);
+    ShardFileInfo s;
+    s.file = f.Str("file");
+    s.bytes = f.Int("bytes");
+    const std::string kind = f.Str("kind");
+    Reader pieces = f.Sub("pieces", json::value_t::array, "an array");
+    ELASTRAIN_RETURN_IF_ERROR(pieces.status());
+    ELASTRAIN_ASSIGN_OR_RETURN(s.kind, KindFromName(kind));
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      s.pieces.emplace_back();
+      ELASTRAIN_RETURN_IF_ERROR(PieceFromJson(pieces.At(k), &s.pieces.back(), nullptr, nullptr));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string ManifestToJson(const Manifest& m) {
+  json files = json::array();
+  for (const FileRecord& f : m.files) files.push_back({{"name", f.name}, {"kind", KindName(f.kind)}, {"bytes", f.bytes}});
+  json tensors = json::array();
+  for (const TensorRecord& t : m.tensors) {
+    json pieces = json::object();
+    for (StateKind k : kAllKinds) {
+      if (t.Pieces(k).empty()) continue;
+      json list = json::array();
+      for (const PieceRecord& p : t.Pieces(k)) list.push_back(PieceToJson(p, false));
+      pieces[KindName(k)] = list;
+    }
+    tensors.push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.global_shape}, {"pieces", pieces}});
+  }
+  json j = {{"format", kFormatName},
+            {"version", kFormatVersion},
+            {"step", m.step},
+            {"config_yaml", m.config_yaml},
+            {"mesh", {{"data", m.mesh.data}, {"fsdp", m.mesh.fsdp}, {"tensor", m.mesh.tensor}, {"world", m.mesh.world}}},
+            {"data_state",
+             {{"seed", m.data.seed}, {"epoch", m.data.epoch}, {"step", m.data.step},
+              {"consumed_samples", m.data.consumed_samples}}},
+            {"rng_state", m.rng_state},
+            {"files", files},
+            {"tensors", tensors}};
+  return j.dump(1);
+}
+
+Result<Manifest> ManifestFromJson(const std::string& text, const std::string& origin) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) return Status::Corruption(origin + ": not a JSON object (truncated or not a manifest)");
+  Reader r(j, origin, "");
+  const std::string format = r.Str("format");
+  const int64_t version = r.Int("version");
+  ELASTRAIN_RETURN_IF_ERROR(r.status());
+  if (format != kFormatName)
+    return Status::Corruption(fmt::format("{}: field 'format' is '{}', expected '{}'", origin, format, kFormatName));
+  if (version != kFormatVersion)
+    return Status::Corruption(fmt::format("{}: field 'version' is {}, this build reads version {}; use a matching "
+                                          "elastrain", origin, version, kFormatVersion));
+  Manifest m;
+  m.step = r.Int("step");
+  m.config_yaml = r.Str("config_yaml");
+  m.rng_state = r.Str("rng_state");
+  Reader mesh = r.Sub("mesh", json::value_t::object, "an object");
+  m.mesh = {static_cast<int>(mesh.Int("data")), static_cast<int>(mesh.Int("fsdp")), static_cast<int>(mesh.Int("tensor")),
+            static_cast<int>(mesh.Int("world"))};
+  ELASTRAIN_RETURN_IF_ERROR(mesh.status());
+  Reader ds = r.Sub("data_state", json::value_t::object, "an object");
+  m.data.seed = static_cast<uint64_t>(ds.Int("seed"));
+  m.data.epoch = ds.Int("epoch");
+  m.data.step = ds.Int("step");
+  m.data.consumed_samples = ds.Int("consumed_samples");
+  ELASTRAIN_RETURN_IF_ERROR(ds.status());
+  Reader files = r.Sub("files", json::value_t::array, "an array");
+  ELASTRAIN_RETURN_IF_ERROR(files.status());
+  for (size_t i = 0; i < files.size(); ++i) {
+    Reader f = files.At(i);
+    FileRecord rec{f.Str("name"), StateKind::kParams, f.Int("bytes")};
+    const std::string kind = f.Str("kind");
+    ELASTRAIN_RETURN_IF_ERROR(f.status());
+    Result<StateKind> k = KindFromName(kind);
+    if (!k.ok()) return Status::Corruption(fmt::format("{}: field 'files[{}].kind': {}", origin, i, k.status().message()));
+    rec.kind = *k;
+    if (rec.name.empty() || rec.name.find('/') != std::string::npos)
+      return Status::Corruption(fmt::format("{}: field 'files[{}].name': '{}' is not a plain file name", origin, i, rec.name));
+    m.files.push_back(rec);
+  }
+  Reader tensors = r.Sub("tensors", json::value_t::array, "an array");
+  ELASTRAIN_RETURN_IF_ERROR(tensors.status());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Reader t = tensors.At(i);
+    TensorRecord rec;
+    rec.name = t.Str("name");
+    rec.dtype = t.Str("dtype");
+    rec.global_shape = Shape(t, "shape");
+    Reader pieces = t.Sub("pieces", json::value_t::object, "an object");
+    ELASTRAIN_RETURN_IF_ERROR(pieces.status());
+    if (rec.dtype != "F32") t.Error("dtype", "'" + rec.dtype + "' is not supported (only F32)");
+    for (StateKind k : kAllKinds) {
+      if (!pieces.raw().contains(KindName(k))) continue;
+      Reader list = pieces.Sub(KindName(k), json::value_t::array, "an array");
+      ELASTRAIN_RETURN_IF_ERROR(list.status());
+      for (size_t p = 0; p < list.size(); ++p) {
+        PieceRecord pr;
+        ELASTRAIN_RETURN_IF_ERROR(PieceFromJson(list.At(p), &pr, &rec.name, &rec.global_shape));
+        bool listed = false;
+        for (const FileRecord& f : m.files) listed = listed || (f.name == pr.file && f.kind == k);
+        if (!listed)
+          return Status::Corruption(fmt::format("{}: tensor '{}' piece in '{}' ({}) names a file missing from 'files'",
+                                                origin, rec.name, pr.file, KindName(k)));
+        rec.pieces[static_cast<int>(k)].push_back(std::move(pr));
+      }
+    }
+    ELASTRAIN_RETURN_IF_ERROR(t.status());
+    m.tensors.push_back(std::move(rec));
+  }
+  ELASTRAIN_RETURN_IF_ERROR(r.status());
+  return m;
+}
+
+Status WriteManifest(const std::string& dir, const Manifest& m) {
+  MaybeCrash(FaultPoint::kCrashBeforeManifest, dir);
+  ELASTRAIN_RETURN_IF_ERROR(MakeDirs(dir));
+  return WriteFileAtomic(dir + "/" + kManifestFile, ManifestToJson(m));
+}
+
+Result<Manifest> ReadManifest(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestFile;
+  ELASTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ManifestFromJson(text, path);
+}
+
+}  // namespace elastrain::ckpt

@@ -1,0 +1,225 @@
+// Reading pieces back (any slice, from any mesh) and verifying a whole checkpoint.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/safetensors.h"
+#include "common/files.h"
+
+namespace elastrain::ckpt {
+
+namespace {
+
+// Open files of one read, closed together; a tensor's pieces usually share few files.
+class FileCache {
+ public:
+  ~FileCache() {
+    for (auto& [path, fd] : fds_) ::close(fd);
+  }
+  Result<int> Open(const std::string& path, const std::string& tensor) {
+    auto it = fds_.find(path);
+    if (it != fds_.end()) return it->second;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return Status::NotFound(fmt::format("{}: cannot open shard file for tensor '{}' ({})", path, tensor,
+                                          std::strerror(errno)));
+    fds_[path] = fd;
+    return fd;
+  }
+
+ private:
+  std::map<std::string, int> fds_;
+};
+
+Status ReadVerified(FileCache& files, const std::string& dir, const PieceRecord& p, std::vector<float>* out) {
+  const std::string path = dir + "/" + p.file;
+  ELASTRAIN_ASSIGN_OR_RETURN(int fd, files.Open(path, p.spec.tensor));
+  out->resize(static_cast<size_t>(p.spec.size()));
+  Status st = PreadAll(fd, out->data(), out->size() * 4, p.data_offset, path);
+  if (!st.ok())
+    return Status(st.code() == StatusCode::kCorruption
+                      ? Status::Corruption(fmt::format("{} (tensor '{}', key '{}')", st.message(), p.spec.tensor, p.key))
+                      : st);
+  const uint64_t sum = Hash64(out->data(), out->size() * 4);
+  if (sum != p.checksum)
+    return Status::Corruption(fmt::format("{}: tensor '{}' (key '{}', flat [{}, {})): checksum mismatch: recorded "
+                                          "xxh3 {}, data has {}",
+                                          path, p.spec.tensor, p.key, p.spec.flat_begin, p.spec.flat_end,
+                                          HexU64(p.checksum), HexU64(sum)));
+  return Status::OK();
+}
+
+// [first, last] global indices of a non-empty piece: a cheap overlap test before runs.
+std::pair<int64_t, int64_t> GlobalBounds(const PieceSpec& p) {
+  return {GlobalIndex(p, p.flat_begin), GlobalIndex(p, p.flat_end - 1)};
+}
+
+struct Copy {
+  int64_t src = 0, dst = 0, n = 0;  // src: index in the piece's data; dst: in the request
+};
+
+// Where the elements of `src` runs land in the `dst` request; both sorted by global.
+std::vector<Copy> Intersect(const std::vector<GlobalRun>& src, int64_t src_base, const std::vector<GlobalRun>& dst,
+                            int64_t dst_base) {
+  std::vector<Copy> out;
+  size_t i = 0, j = 0;
+  while (i < src.size() && j < dst.size()) {
+    const GlobalRun &a = src[i], &b = dst[j];
+    const int64_t lo = std::max(a.global, b.global), hi = std::min(a.global + a.n, b.global + b.n);
+    if (lo < hi) out.push_back({a.local + (lo - a.global) - src_base, b.local + (lo - b.global) - dst_base, hi - lo});
+    if (a.global + a.n <= b.global + b.n) ++i; else ++j;
+  }
+  return out;
+}
+
+// True when the union of runs (by `begin`, `n`) covers [0, total).
+template <typename T, typename Begin>
+bool Covers(std::vector<T> runs, int64_t total, Begin begin) {
+  std::sort(runs.begin(), runs.end(), [&](const T& a, const T& b) { return begin(a) < begin(b); });
+  int64_t reached = 0;
+  for (const T& r : runs) {
+    if (begin(r) > reached) return false;
+    reached = std::max(reached, begin(r) + r.n);
+  }
+  return reached >= total;
+}
+
+}  // namespace
+
+Result<std::vector<float>> ReadPiece(const std::string& dir, const PieceRecord& piece) {
+  FileCache files;
+  std::vector<float> out;
+  ELASTRAIN_RETURN_IF_ERROR(ReadVerified(files, dir, piece, &out));
+  return out;
+}
+
+Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind, const PieceSpec& want_in, float* out) {
+  const TensorRecord* t = m.Find(want_in.tensor);
+  if (t == nullptr)
+    return Status::NotFound(fmt::format("{}: checkpoint has no tensor '{}'", dir, want_in.tensor));
+  PieceSpec want = want_in;
+  if (want.global_shape.empty() && !t->global_shape.empty()) want.global_shape = t->global_shape;
+  if (want.global_shape != t->global_shape)
+    return Status::InvalidArgument(fmt::format("{}: tensor '{}' has shape {} in the checkpoint, requested {}", dir,
+                                               t->name, ShapeString(t->global_shape),
+                                               ShapeString(want.global_shape)));
+  ELASTRAIN_RETURN_IF_ERROR(ValidatePiece(want));
+  if (want.size() == 0) return Status::OK();
+  const std::vector<PieceRecord>& pieces = t->Pieces(kind);
+  if (pieces.empty())
+    return Status::NotFound(fmt::format("{}: tensor '{}' has no {} pieces", dir, t->name, KindName(kind)));
+  const std::vector<GlobalRun> want_runs = GlobalRuns(want);
+  const auto [want_lo, want_hi] = GlobalBounds(want);
+  std::vector<Copy> done;  // what has been filled, to find holes
+  FileCache files;
+  std::vector<float> buf;
+  for (const PieceRecord& p : pieces) {
+    if (p.spec.size() == 0) continue;
+    const auto [lo, hi] = GlobalBounds(p.spec);
+    if (hi < want_lo || lo > want_hi) continue;
+    const std::vector<Copy> copies = Intersect(GlobalRuns(p.spec), p.spec.flat_begin, want_runs, want.flat_begin);
+    if (copies.empty()) continue;
+    ELASTRAIN_RETURN_IF_ERROR(ReadVerified(files, dir, p, &buf));
+    for (const Copy& c : copies) std::memcpy(out + c.dst, buf.data() + c.src, static_cast<size_t>(c.n) * 4);
+    done.insert(done.end(), copies.begin(), copies.end());
+  }
+  if (!Covers(done, want.size(), [](const Copy& c) { return c.dst; }))
+    return Status::Corruption(fmt::format("{}: the {} pieces of tensor '{}' do not cover the requested slice "
+                                          "(tp_dim {}, tp [{}, {}), flat [{}, {}))",
+                                          dir, KindName(kind), t->name, want.tp_dim, want.tp_begin, want.tp_end,
+                                          want.flat_begin, want.flat_end));
+  return Status::OK();
+}
+
+Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string& dir, StateKind kind,
+                                            const std::string& tensor) {
+  const TensorRecord* t = m.Find(tensor);
+  if (t == nullptr) return Status::NotFound(fmt::format("{}: checkpoint has no tensor '{}'", dir, tensor));
+  PieceSpec want{tensor, t->global_shape, -1, 0, 0, 0, NumElements(t->global_shape)};
+  std::vector<float> out(static_cast<size_t>(want.size()));
+  ELASTRAIN_RETURN_IF_ERROR(ReadTensorSlice(m, dir, kind, want, out.data()));
+  return out;
+}
+
+std::vector<std::string> FindProblems(const std::string& dir) {
+  std::vector<std::string> problems;
+  if (!IsDirectory(dir)) return {fmt::format("{}: no such checkpoint directory", dir)};
+  Result<Manifest> mr = ReadManifest(dir);
+  if (!mr.ok()) return {mr.status().message()};
+  const Manifest& m = *mr;
+  if (!FileExists(dir + "/" + kCommittedFile))
+    problems.push_back(fmt::format("{}/{}: missing: the checkpoint was never committed", dir, kCommittedFile));
+  std::map<std::string, SafetensorsHeader> headers;  // the files that are sound so far
+  for (const FileRecord& f : m.files) {
+    const std::string path = dir + "/" + f.name;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      problems.push_back(fmt::format("{}: missing ({} shard listed in the manifest)", path, KindName(f.kind)));
+      continue;
+    }
+    if (st.st_size != f.bytes) {
+      problems.push_back(fmt::format("{}: {} bytes, the manifest records {} (truncated or overwritten)", path,
+                                     static_cast<int64_t>(st.st_size), f.bytes));
+      continue;
+    }
+    Result<SafetensorsHeader> h = ReadSafetensorsHeader(path);
+    if (!h.ok()) problems.push_back(h.status().message());
+    else headers[f.name] = std::move(*h);
+  }
+  FileCache files;
+  std::vector<float> buf;
+  for (StateKind k : kAllKinds) {
+    const bool kind_present =
+        std::any_of(m.tensors.begin(), m.tensors.end(), [&](const TensorRecord& t) { return !t.Pieces(k).empty(); });
+    if (!kind_present && k != StateKind::kParams) continue;
+    for (const TensorRecord& t : m.tensors) {
+      std::vector<GlobalRun> covered;
+      const size_t problems_before = problems.size();
+      for (const PieceRecord& p : t.Pieces(k)) {
+        const std::string path = dir + "/" + p.file;
+        auto h = headers.find(p.file);
+        if (h == headers.end()) continue;  // the file's problem is already listed
+        const SafetensorsEntry* e = h->second.Find(p.key);
+        if (e == nullptr) {
+          problems.push_back(fmt::format("{}: tensor '{}': key '{}' missing from the file", path, t.name, p.key));
+          continue;
+        }
+        if (e->dtype != "F32" || e->shape != std::vector<int64_t>{p.spec.size()} || e->end - e->begin != p.spec.size() * 4 ||
+            h->second.data_start + e->begin != p.data_offset) {
+          problems.push_back(fmt::format("{}: tensor '{}': key '{}' is {} {} at byte {}, the manifest expects F32 [{}] "
+                                         "at byte {}",
+                                         path, t.name, p.key, e->dtype, ShapeString(e->shape),
+                                         h->second.data_start + e->begin, p.spec.size(), p.data_offset));
+          continue;
+        }
+        Status st = ReadVerified(files, dir, p, &buf);
+        if (!st.ok()) {
+          problems.push_back(st.message());
+          continue;
+        }
+        for (const GlobalRun& r : GlobalRuns(p.spec)) covered.push_back(r);
+      }
+      if (problems.size() == problems_before &&
+          !Covers(covered, NumElements(t.global_shape), [](const GlobalRun& r) { return r.global; }))
+        problems.push_back(fmt::format("{}: tensor '{}': its {} pieces do not cover all {} elements", dir, t.name,
+                                       KindName(k), NumElements(t.global_shape)));
+    }
+  }
+  return problems;
+}
+
+Status VerifyCheckpoint(const std::string& dir) {
+  const std::vector<std::string> problems = FindProblems(dir);
+  if (problems.empty()) return Status::OK();
+  std::string msg = problems[0];
+  if (problems.size() > 1) msg += fmt::format(" (and {} more problems)", problems.size() - 1);
+  return IsDirectory(dir) ? Status::Corruption(msg) : Status::NotFound(msg);
+}
+
+}  // namespace elastrain::ckpt

@@ -1,0 +1,206 @@
+#include "ckpt/safetensors.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "ckpt/fault.h"
+#include "common/files.h"
+
+namespace elastrain::ckpt {
+
+// Data is written straight from the caller's floats; safetensors is little-endian.
+static_assert(std::endian::native == std::endian::little, "checkpoint I/O assumes a little-endian host");
+
+namespace {
+constexpr int64_t kMaxHeaderBytes = 1LL << 30;  // a sane bound before allocating
+std::string Errno() { return std::strerror(errno); }
+
+Status WriteAll(int fd, const void* data, size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(fmt::format("{}: write failed ({})", path, Errno()));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::OK();
+}
+}  // namespace
+
+Status PreadAll(int fd, void* buf, size_t n, int64_t offset, const std::string& path) {
+  char* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = ::pread(fd, p, n, offset);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::IOError(fmt::format("{}: read at byte {} failed ({})", path, offset, Errno()));
+    }
+    if (r == 0) return Status::Corruption(fmt::format("{}: truncated: end of file at byte {}", path, offset));
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += r;
+  }
+  return Status::OK();
+}
+
+const SafetensorsEntry* SafetensorsHeader::Find(const std::string& key) const {
+  for (const SafetensorsEntry& e : entries)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
+Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound(fmt::format("{}: cannot open ({})", path, Errno()));
+  struct stat st {};
+  ::fstat(fd, &st);
+  const int64_t file_size = st.st_size;
+  uint64_t len = 0;
+  Status s = PreadAll(fd, &len, 8, 0, path);
+  std::string text;
+  if (s.ok() && (len == 0 || static_cast<int64_t>(len) > std::min(kMaxHeaderBytes, file_size - 8)))
+    s = Status::Corruption(fmt::format("{}: header length {} does not fit the file ({} bytes)", path, len, file_size));
+  if (s.ok()) {
+    text.resize(len);
+    s = PreadAll(fd, text.data(), len, 8, path);
+  }
+  ::close(fd);
+  ELASTRAIN_RETURN_IF_ERROR(s);
+  auto bad = [&](const std::string& what) { return Status::Corruption(fmt::format("{}: safetensors header: {}", path, what)); };
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return bad("not a JSON object");
+  SafetensorsHeader h;
+  h.data_start = 8 + static_cast<int64_t>(len);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const nlohmann::json& v = it.value();
+    if (it.key() == "__metadata__") {
+      if (!v.is_object()) return bad("__metadata__ is not an object");
+      for (auto m = v.begin(); m != v.end(); ++m)
+        if (m.value().is_string()) h.metadata[m.key()] = m.value().get<std::string>();
+      continue;
+    }
+    if (!v.is_object() || !v.contains("dtype") || !v["dtype"].is_string() || !v.contains("shape") ||
+        !v["shape"].is_array() || !v.contains("data_offsets") || !v["data_offsets"].is_array() ||
+        v["data_offsets"].size() != 2)
+      return bad(fmt::format("tensor '{}' needs dtype, shape and data_offsets [begin, end]", it.key()));
+    SafetensorsEntry e;
+    e.key = it.key();
+    e.dtype = v["dtype"].get<std::string>();
+    for (const auto& d : v["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad(fmt::format("tensor '{}': bad shape", e.key));
+      e.shape.push_back(d.get<int64_t>());
+    }
+    if (!v["data_offsets"][0].is_number_integer() || !v["data_offsets"][1].is_number_integer())
+      return bad(fmt::format("tensor '{}': data_offsets must be integers", e.key));
+    e.begin = v["data_offsets"][0].get<int64_t>();
+    e.end = v["data_offsets"][1].get<int64_t>();
+    if (e.begin < 0 || e.end < e.begin || h.data_start + e.end > file_size)
+      return bad(fmt::format("tensor '{}': data_offsets [{}, {}] outside the {} data bytes (file truncated?)", e.key,
+                             e.begin, e.end, file_size - h.data_start));
+    h.entries.push_back(std::move(e));
+  }
+  std::sort(h.entries.begin(), h.entries.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  for (size_t i = 1; i < h.entries.size(); ++i)
+    if (h.entries[i].begin < h.entries[i - 1].end)
+      return bad(fmt::format("tensors '{}' and '{}' overlap", h.entries[i - 1].key, h.entries[i].key));
+  return h;
+}
+
+Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, const std::vector<Entry>& entries, const std::map<std::string, std::string>& metadata) {
+  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter());
+  w->path_ = path;
+  w->tmp_ = path + ".tmp";
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> keys;
+  int64_t offset = 0;
+  for (const Entry& e : entries) {
+    if (!keys.insert(e.key).second || e.key == "__metadata__")
+      return Status::InvalidArgument(fmt::format("{}: tensor key '{}' is not unique", path, e.key));
+    int64_t bytes = 4;
+    for (int64_t d : e.shape) bytes *= d;
+    header[e.key] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
+    w->offsets_.push_back(offset);
+    w->sizes_.push_back(bytes);
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes (allowed by the format)
+  const uint64_t len = text.size();
+  w->data_start_ = 8 + static_cast<int64_t>(len);
+  w->fd_ = ::open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (w->fd_ < 0) return Status::IOError(fmt::format("{}: cannot create ({})", w->tmp_, Errno()));
+  Status s = WriteAll(w->fd_, &len, 8, w->tmp_);
+  if (s.ok()) s = WriteAll(w->fd_, text.data(), text.size(), w->tmp_);
+  if (!s.ok()) return w->Fail(s);
+  return w;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  if (fd_ >= 0) Fail(Status::OK()).ok();
+}
+
+Status SafetensorsWriter::Fail(Status st) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  return st;
+}
+
+Result<uint64_t> SafetensorsWriter::Append(const float* data, int64_t n) {
+  if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{}: writer already finished or failed", path_));
+  if (next_ >= sizes_.size() || n * 4 != sizes_[next_])
+    return Fail(Status::InvalidArgument(fmt::format("{}: entry {} given {} floats, header says {}", path_, next_, n,
+                                                    next_ < sizes_.size() ? sizes_[next_] / 4 : 0)));
+  if (FaultArmed(FaultPoint::kFailWrite, path_))
+    return Fail(Status::IOError(fmt::format("{}: write failed (No space left on device; injected by {}=fail_write)",
+                                            tmp_, kFaultEnv)));
+  Status ws = WriteAll(fd_, data, static_cast<size_t>(n) * 4, tmp_);
+  if (!ws.ok()) return Fail(ws);
+  ++next_;
+  written_ += n * 4;
+  return Hash64(data, static_cast<size_t>(n) * 4);
+}
+
+Result<int64_t> SafetensorsWriter::Finish() {
+  if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{}: writer already finished or failed", path_));
+  if (next_ != sizes_.size())
+    return Fail(Status::Internal(fmt::format("{}: {} of {} entries written", path_, next_, sizes_.size())));
+  if (::fsync(fd_) != 0) return Fail(Status::IOError(fmt::format("{}: fsync failed ({})", tmp_, Errno())));
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    ::unlink(tmp_.c_str());
+    return Status::IOError(fmt::format("{}: close failed ({})", tmp_, Errno()));
+  }
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    Status st = Status::IOError(fmt::format("{}: rename from {} failed ({})", path_, tmp_, Errno()));
+    ::unlink(tmp_.c_str());
+    return st;
+  }
+  // The rename is durable only once the directory entry is.
+  const std::string dir = std::filesystem::path(path_).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    if (dfd >= 0) ::close(dfd);
+    return Status::IOError(fmt::format("{}: fsync of directory '{}' failed ({})", path_, dir, Errno()));
+  }
+  ::close(dfd);
+  return data_start_ + written_;
+}
+
+}  // namespace elastrain::ckpt
