@@ -12,7 +12,7 @@
 
 namespace elastrain::ckpt {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 namespace {
 

@@ -12,5 +12,7 @@ int RunTrainCommand(const std::vector<std::string>& args);
 int RunWorkerCommand(const std::vector<std::string>& args);
 int RunTokenizerCommand(const std::vector<std::string>& args);
 int RunPlanCommand(const std::vector<std::string>& args);
+// `checkpoint list|verify|inspect|export` (src/cli/cmd_checkpoint.cpp).
+int RunCheckpointCommand(const std::vector<std::string>& args);
 
 }  // namespace elastrain

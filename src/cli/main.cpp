@@ -15,7 +15,9 @@ void PrintUsage() {
       "  plan [CONFIG.yml] [key=value ...]    print the mesh and per-rank memory, FLOPs and\n"
       "                                       collective volume, without training\n"
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
-      "                                       train a sentencepiece BPE tokenizer\n");
+      "                                       train a sentencepiece BPE tokenizer\n"
+      "  checkpoint list|verify|inspect|export ...\n"
+      "                                       list, check, describe or consolidate checkpoints\n");
 }
 }  // namespace
 
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
   if (cmd == "worker") return elastrain::RunWorkerCommand(args);
   if (cmd == "tokenizer") return elastrain::RunTokenizerCommand(args);
   if (cmd == "plan") return elastrain::RunPlanCommand(args);
+  if (cmd == "checkpoint") return elastrain::RunCheckpointCommand(args);
   std::fprintf(stderr, "elastrain: unknown command '%s'\n", cmd.c_str());
   PrintUsage();
   return 2;

@@ -50,6 +50,7 @@ struct TrainConfig {
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
   int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)
+  int64_t fail_at_step = 0;                  // > 0: rank 0 fails (exit 1) after this step, to rehearse recovery
   // --- checkpoints (ckpt/, docs/checkpoint-format.md) ---
   bool enable_checkpointing = true;
   int64_t checkpoint_period = 100;

@@ -60,6 +60,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
+      KEY("fail_at_step", "compute", fail_at_step, "> 0: rank 0 fails (exit 1) right after this step, to rehearse recovery"),
       KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),

@@ -13,9 +13,9 @@ MetricsWriter::~MetricsWriter() {
   if (f_) std::fclose(f_);
 }
 
-Status MetricsWriter::Open(const std::string& path) {
+Status MetricsWriter::Open(const std::string& path, bool append) {
   path_ = path;
-  f_ = std::fopen(path.c_str(), "w");
+  f_ = std::fopen(path.c_str(), append ? "a" : "w");
   if (!f_) return Status::IOError(path + ": cannot open for writing (" + std::strerror(errno) + ")");
   return Status::OK();
 }

@@ -17,8 +17,8 @@ class MetricsWriter {
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;
-  // Creates (truncates) `path`.
-  Status Open(const std::string& path);
+  // Creates `path`, truncating it unless `append` (a resumed run continues its file).
+  Status Open(const std::string& path, bool append = false);
   // Appends one line and flushes it, so a crash loses at most the line being written.
   Status Write(const nlohmann::json& record);
 

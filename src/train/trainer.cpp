@@ -20,6 +20,8 @@
 #include "model/flops.h"
 #include "model/transformer.h"
 #include "optim/optim.h"
+#include "train/checkpointer.h"
+#include "train/events.h"
 #include "train/metrics.h"
 #include "train/train_state.h"
 
@@ -42,7 +44,7 @@ class Trainer {
   void LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows);
   Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
   Result<double> Evaluate();               // mean token loss over the fixed eval batches
-  Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds);
+  Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
   // Seconds all of this rank's groups have spent in collectives so far.
   double CommSeconds() const {
     double s = 0;
@@ -76,6 +78,9 @@ class Trainer {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Transformer<float>> model_;
   std::unique_ptr<TrainState> state_;
+  std::unique_ptr<Checkpointer> ckpt_;
+  EventLog events_;
+  int64_t start_step_ = 0;  // steps done before this run (restored from a checkpoint)
   std::vector<int32_t> sample_, inputs_, targets_;
   MetricsWriter metrics_;
   ProgressLine progress_;
@@ -170,7 +175,7 @@ Status Trainer::Setup() {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
     AddLogFile(run_dir_ + "/train.log");
     ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
-    ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl"));
+    ELASTRAIN_RETURN_IF_ERROR(events_.Open(run_dir_ + "/events.jsonl"));
   }
   ELASTRAIN_RETURN_IF_ERROR(OpenData());
   ELASTRAIN_RETURN_IF_ERROR(ConnectGroups());
@@ -185,6 +190,11 @@ Status Trainer::Setup() {
   state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
   state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
   model_->SetUnitHooks(state_->Hooks());
+  ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
+                                         &events_);
+  ELASTRAIN_ASSIGN_OR_RETURN(RestoreResult restored, ckpt_->Restore());
+  start_step_ = restored.step;
+  if (is_chief()) ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/start_step_ > 0));
   if (cfg_.record_consumed_samples) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
     samples_log_ = std::make_unique<MetricsWriter>();
@@ -283,30 +293,37 @@ Result<TrainSummary> Trainer::Run() {
     if (!is_chief()) return Status::OK();
     return metrics_.Write({{"step", step}, {"eval_loss", l}, {"time", SecondsSince(start_)}});
   };
-  ELASTRAIN_RETURN_IF_ERROR(eval(0));
+  if (start_step_ == 0) ELASTRAIN_RETURN_IF_ERROR(eval(0));
+  if (start_step_ >= cfg_.steps) LOG_INFO("resumed at step {} of {}: nothing left to train", start_step_, cfg_.steps);
   auto loop_start = Clock::now();
   double timed_seconds = 0;
-  for (int64_t step = 0; step < cfg_.steps; ++step) {
+  for (int64_t step = start_step_; step < cfg_.steps; ++step) {
     auto t0 = Clock::now();
     ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step));
     const double dt = SecondsSince(t0);
-    if (step > 0) timed_seconds += dt;  // the first step warms caches and thread pools
-    if (step == 0) s.first_loss = loss;
+    if (step > start_step_) timed_seconds += dt;  // the first step warms caches and thread pools
+    if (step == start_step_) s.first_loss = loss;
     s.final_loss = loss;
     const int64_t done = step + 1;
     if (!std::isfinite(loss))
       return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
-    if (done % cfg_.log_period == 0 || done == cfg_.steps || done == 1)
-      ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt));
+    ckpt::DataState data{static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
+    ELASTRAIN_ASSIGN_OR_RETURN(const double stall, ckpt_->MaybeSave(done, cfg_.steps, data));
+    if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_)
+      ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));
     const double elapsed = SecondsSince(loop_start);
-    if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / done * (cfg_.steps - done));
+    const int64_t run_steps = done - start_step_;
+    if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / run_steps * (cfg_.steps - done));
+    if (cfg_.fail_at_step == done && ctx_.rank == 0)
+      return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
     if (cfg_.eval_interval > 0 && done % cfg_.eval_interval == 0 && done != cfg_.steps)
       ELASTRAIN_RETURN_IF_ERROR(eval(done));
   }
+  ELASTRAIN_RETURN_IF_ERROR(ckpt_->Flush());
   ELASTRAIN_RETURN_IF_ERROR(eval(cfg_.steps));
   progress_.Finish();
   s.steps = cfg_.steps;
-  const int64_t timed_steps = cfg_.steps > 1 ? cfg_.steps - 1 : 1;
+  const int64_t timed_steps = std::max<int64_t>(1, cfg_.steps - start_step_ - 1);
   if (timed_seconds <= 0) timed_seconds = SecondsSince(loop_start);
   s.tokens_per_sec = static_cast<double>(timed_steps * gb_ * T_) / timed_seconds;
   s.mfu = s.tokens_per_sec * flops_per_token_ / peak_flops_;
@@ -339,7 +356,7 @@ Status Trainer::WriteSummary(const TrainSummary& s) {
   return WriteFileAtomic(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }
 
-Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, double dt) {
+Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, double dt, double ckpt_stall) {
   const double tps = gb_ * T_ / dt;
   const double mfu = tps * flops_per_token_ / peak_flops_;
   if (!progress_.enabled() || step == cfg_.steps)
@@ -352,6 +369,7 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
                          {"grad_norm", grad_norm},
                          {"step_time", dt},
                          {"comm_time", comm_seconds_},
+                         {"checkpoint_stall", ckpt_stall},
                          {"tokens_per_sec", tps},
                          {"mfu", mfu},
                          {"time", SecondsSince(start_)}});

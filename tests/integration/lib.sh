@@ -49,9 +49,18 @@ compare_params() {
           exit !(r <= 1e-5 && m <= 1e-5) }'
 }
 
-# compare_losses REF OTHER: every "loss" of OTHER's metrics.jsonl within 1e-5 relative.
+# step_losses FILE: "step loss" per training line of metrics.jsonl (a resumed run appends).
+step_losses() {
+  awk 'match($0, /"loss":[^,}]*/) { l = substr($0, RSTART + 7, RLENGTH - 7);
+       match($0, /"step":[0-9]+/); print substr($0, RSTART + 7, RLENGTH - 7), l }' "$1"
+}
+
+# compare_losses REF OTHER: every step logged in OTHER has the same step in REF with a
+# loss within 1e-5 relative (steps are matched by number, so OTHER may be a resumed tail).
 compare_losses() {
-  paste <(losses "$1") <(losses "$2") | awk '
-    { if ($2 == "") exit 1; d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > m) m = r; n++ }
-    END { printf "%d losses, max rel diff %.3g\n", n, m; exit !(n > 0 && m <= 1e-5) }'
+  awk 'NR == FNR { ref[$1] = $2; next }
+       { if (!($1 in ref)) { missing++; next } d = ref[$1] - $2; if (d < 0) d = -d; r = d / (ref[$1] < 0 ? -ref[$1] : ref[$1]);
+         if (r > m) m = r; n++ }
+       END { printf "%d losses, max rel diff %.3g\n", n, m; exit !(n > 0 && !missing && m <= 1e-5) }' \
+    <(step_losses "$1") <(step_losses "$2")
 }

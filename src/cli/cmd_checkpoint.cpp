@@ -1,0 +1,200 @@
+// `elastrain checkpoint list|verify|inspect|export`: look at and consolidate checkpoints
+// (docs/checkpoint-format.md). Exit codes: 0 success; 1 a checkpoint that fails
+// verification or cannot be read or written; 2 bad usage.
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "ckpt/checkpoint.h"
+#include "ckpt/safetensors.h"
+#include "cli/commands.h"
+#include "common/files.h"
+
+namespace elastrain {
+
+namespace {
+
+using ckpt::StateKind;
+
+constexpr char kUsage[] =
+    "usage: elastrain checkpoint <subcommand>\n"
+    "  list RUN_DIR               steps, committed or not, size, which one LATEST names\n"
+    "  verify CKPT_DIR            check every file, shape and checksum; exit 1 on any problem\n"
+    "  inspect CKPT_DIR [--json]  step, mesh, data state, tensors and their pieces\n"
+    "  export CKPT_DIR OUT        one safetensors file of the full parameters, and\n"
+    "                             config.json (model shapes) beside it\n";
+
+// The model-shape keys `export` copies from the saved config into config.json.
+constexpr const char* kModelKeys[] = {"base_emb_dim",     "base_num_query_heads",    "base_num_kv_heads",
+                                      "base_mlp_dim",     "base_num_decoder_layers", "head_dim",
+                                      "vocab_size",       "decoder_block",           "max_target_length"};
+
+int Usage(const std::string& why) {
+  std::fprintf(stderr, "elastrain checkpoint: %s\n%s", why.c_str(), kUsage);
+  return 2;
+}
+
+// Runtime failures exit 1 here even for a missing checkpoint: the arguments were
+// well-formed, the storage did not hold what they name.
+int Fail(const std::string& sub, const Status& st) {
+  std::fprintf(stderr, "elastrain checkpoint %s: error: %s\n", sub.c_str(), st.message().c_str());
+  return 1;
+}
+
+std::string Bytes(int64_t b) {
+  const double d = static_cast<double>(b);
+  if (d >= (1LL << 30)) return fmt::format("{:.2f} GiB", d / (1LL << 30));
+  if (d >= (1LL << 20)) return fmt::format("{:.1f} MiB", d / (1LL << 20));
+  if (d >= 1024) return fmt::format("{:.1f} KiB", d / 1024);
+  return fmt::format("{} B", b);
+}
+
+int List(const std::string& run_dir) {
+  auto all = ckpt::ListCheckpoints(run_dir);
+  if (!all.ok()) return Fail("list", all.status());
+  if (all->empty()) {
+    std::printf("no checkpoints under %s/%s\n", run_dir.c_str(), ckpt::kCheckpointsDir);
+    return 0;
+  }
+  std::string out = fmt::format("{:>10}  {:<11}  {:>10}  {}\n", "STEP", "STATE", "SIZE", "LATEST");
+  for (const ckpt::CheckpointInfo& c : *all)
+    out += fmt::format("{:>10}  {:<11}  {:>10}  {}\n", c.step, c.committed ? "committed" : "uncommitted", Bytes(c.bytes),
+                       c.latest ? "<- LATEST" : "");
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+int Verify(const std::string& dir) {
+  const std::vector<std::string> problems = ckpt::FindProblems(dir);
+  for (const std::string& p : problems) std::printf("%s\n", p.c_str());
+  if (!problems.empty()) {
+    std::fprintf(stderr, "elastrain checkpoint verify: %s: %zu problem(s)\n", dir.c_str(), problems.size());
+    return 1;
+  }
+  std::printf("%s: ok\n", dir.c_str());
+  return 0;
+}
+
+std::string PieceLine(const ckpt::PieceRecord& p) {
+  const std::string tp = p.spec.tp_dim < 0 ? std::string("replicated")
+                                           : fmt::format("tp dim {} [{}, {})", p.spec.tp_dim, p.spec.tp_begin, p.spec.tp_end);
+  return fmt::format("      {:<28} {:<22} flat [{}, {})\n", p.file, tp, p.spec.flat_begin, p.spec.flat_end);
+}
+
+int Inspect(const std::string& dir, bool json) {
+  auto m = ckpt::ReadManifest(dir);
+  if (!m.ok()) return Fail("inspect", m.status());
+  if (json) {
+    std::printf("%s\n", ckpt::ManifestToJson(*m).c_str());
+    return 0;
+  }
+  int64_t bytes = 0;
+  for (const ckpt::FileRecord& f : m->files) bytes += f.bytes;
+  std::string out = fmt::format("checkpoint {} ({})\n", dir, FileExists(dir + "/" + ckpt::kCommittedFile) ? "committed" : "NOT committed");
+  out += fmt::format("step: {}\n", m->step);
+  out += fmt::format("mesh: data {} x fsdp {} x tensor {} (world {})\n", m->mesh.data, m->mesh.fsdp, m->mesh.tensor,
+                     m->mesh.world);
+  out += fmt::format("data state: seed {}, epoch {}, step {}, consumed samples {}\n", m->data.seed, m->data.epoch,
+                     m->data.step, m->data.consumed_samples);
+  out += fmt::format("rng state: {} bytes\n", m->rng_state.size());
+  out += fmt::format("files: {} ({})\n", m->files.size(), Bytes(bytes));
+  out += fmt::format("tensors: {}\n", m->tensors.size());
+  for (const ckpt::TensorRecord& t : m->tensors) {
+    out += fmt::format("  {:<32} {} {}\n", t.name, t.dtype, ckpt::ShapeString(t.global_shape));
+    for (StateKind k : ckpt::kAllKinds) {
+      if (t.Pieces(k).empty()) continue;
+      out += fmt::format("    {}: {} piece(s)\n", ckpt::KindName(k), t.Pieces(k).size());
+      if (k == StateKind::kParams)  // the moments follow the same split
+        for (const ckpt::PieceRecord& p : t.Pieces(k)) out += PieceLine(p);
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+// config.json: the model-shape keys of the saved config, numbers as numbers.
+Result<std::string> ModelConfigJson(const ckpt::Manifest& m) {
+  nlohmann::json j = nlohmann::json::object();
+  try {
+    const YAML::Node root = YAML::Load(m.config_yaml);
+    for (const char* key : kModelKeys) {
+      const YAML::Node v = root.IsMap() ? root[key] : YAML::Node();
+      if (!v.IsDefined() || !v.IsScalar()) continue;
+      int64_t n = 0;
+      if (YAML::convert<int64_t>::decode(v, n)) j[key] = n;
+      else j[key] = v.as<std::string>();
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::Corruption(fmt::format("manifest config_yaml does not parse: {}", e.what()));
+  }
+  j["dtype"] = "float32";
+  j["step"] = m.step;
+  return j.dump(2) + "\n";
+}
+
+int Export(const std::string& dir, const std::string& out) {
+  auto m = ckpt::ReadManifest(dir);
+  if (!m.ok()) return Fail("export", m.status());
+  if (!FileExists(dir + "/" + ckpt::kCommittedFile))
+    return Fail("export", Status::FailedPrecondition(fmt::format("{}: not committed (a partial save); export a "
+                                                                 "committed checkpoint", dir)));
+  std::vector<ckpt::SafetensorsWriter::Entry> entries;
+  for (const ckpt::TensorRecord& t : m->tensors) entries.push_back({t.name, t.global_shape});
+  const std::filesystem::path out_path(out);
+  if (out_path.has_parent_path()) {
+    Status st = MakeDirs(out_path.parent_path().string());
+    if (!st.ok()) return Fail("export", st);
+  }
+  auto w = ckpt::SafetensorsWriter::Create(
+      out, entries, {{"format", "pt"}, {"source", ckpt::kFormatName}, {"step", std::to_string(m->step)}});
+  if (!w.ok()) return Fail("export", w.status());
+  for (const ckpt::TensorRecord& t : m->tensors) {  // one tensor in memory at a time
+    auto values = ckpt::ReadGlobalTensor(*m, dir, StateKind::kParams, t.name);
+    if (!values.ok()) return Fail("export", values.status());
+    auto sum = (*w)->Append(values->data(), static_cast<int64_t>(values->size()));
+    if (!sum.ok()) return Fail("export", sum.status());
+  }
+  auto size = (*w)->Finish();
+  if (!size.ok()) return Fail("export", size.status());
+  auto config = ModelConfigJson(*m);
+  if (!config.ok()) return Fail("export", config.status());
+  const std::string config_path = (out_path.parent_path() / "config.json").string();
+  Status st = WriteFileAtomic(config_path, *config);
+  if (!st.ok()) return Fail("export", st);
+  std::printf("wrote %s (%zu tensors, %s) and %s\n", out.c_str(), m->tensors.size(), Bytes(*size).c_str(),
+              config_path.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int RunCheckpointCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return Usage("missing subcommand");
+  const std::string& sub = args[0];
+  if (sub == "-h" || sub == "--help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::vector<std::string> pos;
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--json" && sub == "inspect") json = true;
+    else if (!args[i].empty() && args[i][0] == '-') return Usage(fmt::format("{}: unknown option '{}'", sub, args[i]));
+    else pos.push_back(args[i]);
+  }
+  const size_t want = sub == "export" ? 2 : 1;
+  if (sub != "list" && sub != "verify" && sub != "inspect" && sub != "export")
+    return Usage(fmt::format("unknown subcommand '{}'", sub));
+  if (pos.size() != want) return Usage(fmt::format("{}: expected {} argument(s), got {}", sub, want, pos.size()));
+  if (sub == "list") return List(pos[0]);
+  if (sub == "verify") return Verify(pos[0]);
+  if (sub == "inspect") return Inspect(pos[0], json);
+  return Export(pos[0], pos[1]);
+}
+
+}  // namespace elastrain

@@ -1,0 +1,258 @@
+#include "train/checkpointer.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ckpt/checkpoint.h"
+#include "common/files.h"
+#include "common/log.h"
+
+namespace elastrain {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+constexpr int kKinds = 3;  // params, adam_m, adam_v
+std::string ShardsJson(const std::string& dir, int rank) { return fmt::format("{}/shards-{:05d}.json", dir, rank); }
+}  // namespace
+
+Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh,
+                           MeshCoords coords, TrainState* state, ProcessGroup* world, EventLog* events)
+    : cfg_(cfg),
+      run_dir_(std::move(run_dir)),
+      rank_(rank),
+      mesh_(mesh),
+      coords_(coords),
+      state_(state),
+      world_(world),
+      events_(events) {}
+
+Checkpointer::~Checkpointer() {
+  if (pending_.joinable()) pending_.join();
+}
+
+std::vector<ckpt::PieceSpec> Checkpointer::Pieces(bool for_saving, std::vector<int64_t>* shard_offsets) const {
+  std::vector<ckpt::PieceSpec> out;
+  const auto& layout = state_->local_layout();
+  for (const TrainState::OwnedRun& r : state_->OwnedRuns()) {
+    const TensorSharding& sh = state_->sharding()[r.tensor];
+    const bool replicated = sh.split == TensorSplit::kReplicated;
+    if (for_saving && replicated && state_->tensor_rank() != 0) continue;  // tensor rank 0 saves it
+    ckpt::PieceSpec p;
+    p.tensor = layout.tensors[r.tensor].name;
+    p.global_shape = sh.global_shape;
+    p.tp_dim = replicated ? -1 : sh.split_dim;
+    if (!replicated) {
+      const IndexRange slice = sh.GlobalSlice(state_->tensor_rank());
+      p.tp_begin = slice.begin;
+      p.tp_end = slice.end;
+    }
+    p.flat_begin = r.local_begin;
+    p.flat_end = r.local_begin + r.n;
+    out.push_back(std::move(p));
+    shard_offsets->push_back(r.shard_offset);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- saving
+Result<double> Checkpointer::MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data) {
+  last_stall_ = 0;
+  if (!cfg_.enable_checkpointing || step == last_saved_step_) return 0.0;
+  const bool due = step % cfg_.checkpoint_period == 0 || (step == total_steps && cfg_.save_checkpoint_on_completion);
+  if (!due) return 0.0;
+  auto t0 = Clock::now();
+  ELASTRAIN_RETURN_IF_ERROR(Save(step, data));
+  last_stall_ = SecondsSince(t0);
+  return last_stall_;
+}
+
+Status Checkpointer::Flush() {
+  if (pending_.joinable()) pending_.join();
+  Status st = pending_status_;
+  pending_status_ = Status::OK();
+  if (!st.ok() && cfg_.checkpoint_failure_policy == "fail") return st;
+  return Status::OK();
+}
+
+Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
+  auto t0 = Clock::now();
+  ELASTRAIN_RETURN_IF_ERROR(Flush());  // one save in flight: wait for the previous one
+  last_saved_step_ = step;
+  const int64_t n = state_->shard_size();
+  auto snapshot = std::make_shared<std::vector<float>>(writes() ? kKinds * n : 0);
+  if (writes()) {
+    std::memcpy(snapshot->data(), state_->shard_params(), sizeof(float) * n);
+    std::memcpy(snapshot->data() + n, state_->adam_m(), sizeof(float) * n);
+    std::memcpy(snapshot->data() + 2 * n, state_->adam_v(), sizeof(float) * n);
+  }
+  const std::string dir = ckpt::CheckpointDir(run_dir_, step);
+  const double stall = SecondsSince(t0);
+  pending_ = std::thread([this, step, dir, snapshot, data, stall] {
+    pending_status_ = WriteInBackground(step, dir, snapshot, data, stall);
+    if (!pending_status_.ok()) {
+      LOG_ERROR("checkpoint at step {} failed: {}", step, pending_status_.message());
+      if (chief()) events_->Emit("checkpoint_failed", {{"step", step}, {"error", pending_status_.message()}});
+    }
+  });
+  if (!cfg_.async_checkpointing) return Flush();
+  return Status::OK();
+}
+
+Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
+                                       ckpt::DataState data, double stall) {
+  auto t0 = Clock::now();
+  if (writes()) {
+    std::vector<int64_t> offsets;
+    const std::vector<ckpt::PieceSpec> pieces = Pieces(/*for_saving=*/true, &offsets);
+    const int64_t n = state_->shard_size();
+    std::vector<ckpt::ShardFileInfo> infos;
+    Status failed;
+    for (int k = 0; k < kKinds && failed.ok(); ++k) {
+      std::vector<const float*> ptrs;
+      for (int64_t off : offsets) ptrs.push_back(snapshot->data() + k * n + off);
+      const ckpt::StateKind kind = ckpt::kAllKinds[k];
+      auto info = ckpt::WriteShardFile(dir + "/" + ckpt::ShardFileName(kind, rank_), kind, pieces, ptrs);
+      if (info.ok()) infos.push_back(std::move(info.value()));
+      else failed = info.status();
+    }
+    // The chief learns the outcome from this file, never through a collective.
+    const std::string report = failed.ok() ? ckpt::ShardFileInfoToJson(infos)
+                                           : nlohmann::json{{"error", failed.message()}}.dump();
+    Status wrote = MakeDirs(dir);
+    if (wrote.ok()) wrote = WriteFileAtomic(ShardsJson(dir, rank_), report);
+    ELASTRAIN_RETURN_IF_ERROR(failed);
+    ELASTRAIN_RETURN_IF_ERROR(wrote);
+  }
+  if (!chief()) return Status::OK();
+  ELASTRAIN_RETURN_IF_ERROR(CommitAsChief(step, dir, data));
+  events_->Emit("checkpoint_saved", {{"step", step}, {"dir", dir}, {"write_seconds", SecondsSince(t0)},
+                                     {"stall_seconds", stall}});
+  LOG_INFO("checkpoint saved: {} ({:.2f}s in the background)", dir, SecondsSince(t0));
+  return Status::OK();
+}
+
+Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const ckpt::DataState& data) {
+  ckpt::Manifest m;
+  m.step = step;
+  m.config_yaml = ConfigToYaml(cfg_);
+  m.mesh = {mesh_.data(), mesh_.fsdp(), mesh_.tensor(), mesh_.world_size()};
+  m.data = data;
+  m.rng_state = nlohmann::json{{"init_weights_seed", cfg_.init_weights_seed}}.dump();
+  // Every writer (data coordinate 0) reports; wait for all of them, bounded.
+  const auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(
+                                           std::max(60.0, 2 * cfg_.collective_timeout) * 1000));
+  Status failed;
+  for (int r = 0; r < mesh_.world_size() && failed.ok(); ++r) {
+    if (mesh_.Coords(r).data != 0) continue;
+    const std::string path = ShardsJson(dir, r);
+    while (!FileExists(path)) {
+      if (Clock::now() > deadline) {
+        failed = Status::DeadlineExceeded(fmt::format("{}: rank {} did not report its shards in time", dir, r));
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!failed.ok()) break;
+    auto text = ReadFile(path);
+    if (!text.ok()) {
+      failed = text.status();
+      break;
+    }
+    auto j = nlohmann::json::parse(text.value(), nullptr, false);
+    if (j.is_object() && j.contains("error")) {
+      failed = Status::IOError(fmt::format("rank {}: {}", r, j["error"].get<std::string>()));
+      break;
+    }
+    auto infos = ckpt::ShardFileInfoFromJson(text.value());
+    if (!infos.ok()) {
+      failed = infos.status();
+      break;
+    }
+    for (const auto& info : infos.value()) {
+      failed = m.AddShard(info);
+      if (!failed.ok()) break;
+    }
+  }
+  if (failed.ok()) failed = ckpt::WriteManifest(dir, m);
+  if (failed.ok()) failed = ckpt::Commit(dir);
+  if (!failed.ok()) {
+    Status removed = ckpt::RemovePartial(dir);  // the previous checkpoint stays LATEST
+    if (!removed.ok()) LOG_WARN("could not remove partial checkpoint: {}", removed.message());
+    return failed;
+  }
+  for (int r = 0; r < mesh_.world_size(); ++r) std::filesystem::remove(ShardsJson(dir, r));
+  ELASTRAIN_RETURN_IF_ERROR(ckpt::SetLatest(run_dir_, step));
+  return ckpt::ApplyRetention(run_dir_, static_cast<int>(cfg_.max_num_checkpoints_to_keep), step);
+}
+
+// ---------------------------------------------------------------- restoring
+Status Checkpointer::RestoreFrom(const std::string& dir, bool full_state, int64_t* step) {
+  ELASTRAIN_ASSIGN_OR_RETURN(ckpt::Manifest m, ckpt::ReadManifest(dir));
+  for (size_t i = 0; i < state_->sharding().size(); ++i) {
+    const TensorSharding& sh = state_->sharding()[i];
+    const ckpt::TensorRecord* t = m.Find(sh.name);
+    if (!t || t->global_shape != sh.global_shape)
+      return Status::InvalidArgument(fmt::format(
+          "{}: tensor {} is {} in the checkpoint but this model expects {}; the checkpoint is of another model", dir,
+          sh.name, t ? ckpt::ShapeString(t->global_shape) : "missing", ckpt::ShapeString(sh.global_shape)));
+  }
+  std::vector<int64_t> offsets;
+  const std::vector<ckpt::PieceSpec> want = Pieces(/*for_saving=*/false, &offsets);
+  float* dst[kKinds] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
+  for (int k = 0; k < (full_state ? kKinds : 1); ++k)
+    for (size_t i = 0; i < want.size(); ++i)
+      ELASTRAIN_RETURN_IF_ERROR(ckpt::ReadTensorSlice(m, dir, ckpt::kAllKinds[k], want[i], dst[k] + offsets[i]));
+  *step = full_state ? m.step : 0;
+  return Status::OK();
+}
+
+Result<RestoreResult> Checkpointer::Restore() {
+  std::vector<std::string> candidates;
+  bool full_state = true, fallback_allowed = false;
+  auto listed = ckpt::ListCheckpoints(run_dir_);
+  if (listed.ok()) {
+    for (auto it = listed->rbegin(); it != listed->rend(); ++it)
+      if (it->committed) candidates.push_back(it->dir);
+    fallback_allowed = true;
+  }
+  if (candidates.empty() && !cfg_.load_full_state_path.empty()) {
+    candidates = {cfg_.load_full_state_path};
+  } else if (candidates.empty() && !cfg_.load_parameters_path.empty()) {
+    candidates = {cfg_.load_parameters_path};
+    full_state = false;
+  }
+  RestoreResult result;
+  if (candidates.empty()) return result;
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    auto t0 = Clock::now();
+    int64_t step = 0;
+    Status st = RestoreFrom(candidates[c], full_state, &step);
+    // Every rank must restore the same checkpoint: any failure sends all to the next.
+    double failures = st.ok() ? 0 : 1;
+    if (world_->size() > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&failures, 1));
+    if (failures == 0) {
+      result = {step, candidates[c], full_state};
+      LOG_INFO("restored {} from {} (step {}) in {:.2f}s", full_state ? "the full state" : "parameters",
+               candidates[c], step, SecondsSince(t0));
+      if (chief())
+        events_->Emit("checkpoint_restored",
+                      {{"step", step}, {"dir", candidates[c]}, {"seconds", SecondsSince(t0)}, {"full_state", full_state}});
+      return result;
+    }
+    const std::string why = st.ok() ? fmt::format("{} of the ranks could not read it", failures) : st.message();
+    if (!fallback_allowed || c + 1 == candidates.size())
+      return Status::Corruption(fmt::format("cannot restore from {}: {}", candidates[c], why));
+    LOG_WARN("checkpoint {} does not restore ({}); falling back to {}", candidates[c], why, candidates[c + 1]);
+    if (chief())
+      events_->Emit("checkpoint_restore_fallback", {{"dir", candidates[c]}, {"error", why}, {"next", candidates[c + 1]}});
+  }
+  return result;
+}
+
+}  // namespace elastrain

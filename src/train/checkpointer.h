@@ -1,0 +1,85 @@
+// Saves and restores a rank's share of the training state (ckpt/ is the storage format).
+//
+// Saving (every checkpoint_period steps and at the end): the rank copies the state it
+// owns -- its FSDP chunks of the tensor-local parameters and AdamW moments -- into memory
+// (the only time the step loop is blocked), then a background thread writes its three
+// shard files. Data replicas (data coordinate > 0) hold the same shards and write
+// nothing. Each writer leaves `shards-<rank>.json` (its pieces and checksums, or its
+// error) beside its files; the chief's thread waits for all of them, writes the manifest,
+// COMMITTED, switches LATEST and prunes old checkpoints. No collective is used in the
+// background, so training's collectives never race with a save. One save is in flight
+// at a time: the next one first waits for it.
+//
+// Restoring: every rank reads exactly the slices it owns on the CURRENT mesh from the
+// pieces of whatever mesh saved them. All ranks agree on the checkpoint (an allreduce of
+// failures): if any rank finds a bad checksum, all fall back to the next older one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ckpt/format.h"
+#include "comm/mesh.h"
+#include "comm/process_group.h"
+#include "config/config.h"
+#include "train/events.h"
+#include "train/train_state.h"
+
+namespace elastrain {
+
+struct RestoreResult {
+  int64_t step = 0;     // steps already done (0: fresh start)
+  std::string source;   // the checkpoint directory, or "" for a fresh start
+  bool full_state = false;
+};
+
+class Checkpointer {
+ public:
+  Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh, MeshCoords coords,
+               TrainState* state, ProcessGroup* world, EventLog* events);
+  ~Checkpointer();  // waits for a save in flight
+  Checkpointer(const Checkpointer&) = delete;
+  Checkpointer& operator=(const Checkpointer&) = delete;
+
+  // The run directory's latest committed checkpoint, else load_full_state_path, else
+  // load_parameters_path (parameters only, step 0), else a fresh start. Collective.
+  Result<RestoreResult> Restore();
+  // Saves if `step` (steps done) is due: a multiple of checkpoint_period, or the last
+  // step with save_checkpoint_on_completion. Returns the seconds the caller was blocked.
+  Result<double> MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data);
+  // Waits for the save in flight; its error if it failed and the policy is `fail`.
+  Status Flush();
+  // Seconds the last save blocked the loop (snapshot + waiting for the previous one).
+  double last_stall_seconds() const { return last_stall_; }
+
+ private:
+  Status Save(int64_t step, const ckpt::DataState& data);
+  Status RestoreFrom(const std::string& dir, bool full_state, int64_t* step);
+  // Runs in the background: write this rank's files, then (chief) commit.
+  Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
+                           ckpt::DataState data, double stall_seconds);
+  Status CommitAsChief(int64_t step, const std::string& dir, const ckpt::DataState& data);
+  // This rank's pieces (what it owns and writes), in OwnedRuns order; replicated tensors
+  // are written by tensor rank 0 only. `writes` keeps only what this rank saves.
+  std::vector<ckpt::PieceSpec> Pieces(bool for_saving, std::vector<int64_t>* shard_offsets) const;
+  bool writes() const { return coords_.data == 0; }
+  bool chief() const { return rank_ == 0; }
+
+  const TrainConfig& cfg_;
+  const std::string run_dir_;
+  const int rank_;
+  const Mesh mesh_;
+  const MeshCoords coords_;
+  TrainState* state_;
+  ProcessGroup* world_;
+  EventLog* events_;
+  std::thread pending_;
+  Status pending_status_;  // written by the background thread, read after join
+  int64_t last_saved_step_ = -1;
+  double last_stall_ = 0;
+};
+
+}  // namespace elastrain
