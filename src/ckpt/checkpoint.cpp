@@ -109,7 +109,8 @@ Status Commit(const std::string& dir) {
 }
 
 Status SetLatest(const std::string& run_dir, int64_t step) {
-  MaybeCrash(FaultPoint::kCrashBeforeLatest, run_dir);
+  // The step directory, so that a test can target the save of one step.
+  MaybeCrash(FaultPoint::kCrashBeforeLatest, CheckpointDir(run_dir, step));
   const std::string dir = CheckpointDir(run_dir, step);
   if (!IsCommitted(dir))
     return Status::FailedPrecondition(fmt::format("{}: not committed; LATEST may only name a committed checkpoint", dir));

@@ -212,13 +212,36 @@ Status Checkpointer::RestoreFrom(const std::string& dir, bool full_state, int64_
   return Status::OK();
 }
 
+void Checkpointer::RemoveNewerThan(int64_t step) {
+  // Checkpoints after the one resumed from belong to an abandoned timeline; the next save
+  // of those steps must not find their files. Removed before training starts, so before
+  // any rank writes again.
+  auto listed = ckpt::ListCheckpoints(run_dir_);
+  if (!listed.ok()) return;
+  for (const auto& c : listed.value()) {
+    if (c.step <= step) continue;
+    std::error_code ec;
+    std::filesystem::remove(c.dir + "/COMMITTED", ec);  // never half-removed yet valid-looking
+    std::filesystem::remove_all(c.dir, ec);
+    LOG_WARN("removed {} (newer than the checkpoint resumed from)", c.dir);
+  }
+}
+
 Result<RestoreResult> Checkpointer::Restore() {
   std::vector<std::string> candidates;
   bool full_state = true, fallback_allowed = false;
+  // LATEST first (a committed checkpoint newer than LATEST never finished its save),
+  // then older committed ones, newest first, to fall back to.
   auto listed = ckpt::ListCheckpoints(run_dir_);
-  if (listed.ok()) {
+  auto latest = ckpt::LatestCommitted(run_dir_);
+  if (listed.ok() && latest.ok()) {
+    int64_t latest_step = -1;
+    for (const auto& c : listed.value())
+      if (c.dir == latest.value() || std::filesystem::path(c.dir) == std::filesystem::path(latest.value()))
+        latest_step = c.step;
+    candidates.push_back(latest.value());
     for (auto it = listed->rbegin(); it != listed->rend(); ++it)
-      if (it->committed) candidates.push_back(it->dir);
+      if (it->committed && it->step < latest_step) candidates.push_back(it->dir);
     fallback_allowed = true;
   }
   if (candidates.empty() && !cfg_.load_full_state_path.empty()) {
@@ -238,6 +261,7 @@ Result<RestoreResult> Checkpointer::Restore() {
     if (world_->size() > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&failures, 1));
     if (failures == 0) {
       result = {step, candidates[c], full_state};
+      if (chief() && fallback_allowed) RemoveNewerThan(step);
       LOG_INFO("restored {} from {} (step {}) in {:.2f}s", full_state ? "the full state" : "parameters",
                candidates[c], step, SecondsSince(t0));
       if (chief())

@@ -58,6 +58,7 @@ class Checkpointer {
  private:
   Status Save(int64_t step, const ckpt::DataState& data);
   Status RestoreFrom(const std::string& dir, bool full_state, int64_t* step);
+  void RemoveNewerThan(int64_t step);
   // Runs in the background: write this rank's files, then (chief) commit.
   Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
                            ckpt::DataState data, double stall_seconds);

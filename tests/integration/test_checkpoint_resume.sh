@@ -1,0 +1,38 @@
+# Exact resume (same mesh) and restore onto other meshes.
+source "$(dirname "$0")/lib.sh"
+common=(model_name=tiny steps=40 log_period=1 eval_interval=0 checkpoint_period=20 global_batch_size=12
+        per_device_batch_size=2 base_output_directory="$WORK/runs")
+# 1. 40 steps straight vs 20 + failure + restart: identical losses 21-40, bit-identical params.
+"$BIN" train "${common[@]}" run_name=straight final_params_path="$WORK/straight.bin" >/dev/null 2>&1 || fail "straight run"
+rc=0; "$BIN" train "${common[@]}" run_name=resumed fail_at_step=25 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 1 ] && pass "injected failure at step 25 exits 1" || fail "fail_at_step exit code $rc"
+[ "$(cat runs/resumed/checkpoints/LATEST)" = "step_00000020" ] && pass "LATEST is step_00000020" || fail "LATEST: $(cat runs/resumed/checkpoints/LATEST)"
+"$BIN" train "${common[@]}" run_name=resumed final_params_path="$WORK/resumed.bin" >"$WORK/resume.out" 2>&1 || fail "resumed run"
+grep -q '"event":"checkpoint_restored"' runs/resumed/events.jsonl && pass "restore is an event" || fail "no restore event"
+cmp -s "$WORK/straight.bin" "$WORK/resumed.bin" && pass "final parameters bit-identical" || fail "parameters differ"
+a=$(step_losses runs/straight/metrics.jsonl | awk '$1 > 20'); b=$(step_losses runs/resumed/metrics.jsonl | tail -20)
+[ "$a" = "$b" ] && pass "losses of steps 21-40 identical" || fail "losses differ: $(diff <(echo "$a") <(echo "$b") | head -3)"
+
+# 2. Save at fsdp=4, continue at other meshes: the losses match the unresharded continuation.
+src=(num_workers=4 ici_fsdp_parallelism=4)
+"$BIN" train "${common[@]}" "${src[@]}" run_name=fsdp4 fail_at_step=20 async_checkpointing=false >/dev/null 2>&1 || true
+"$BIN" train "${common[@]}" "${src[@]}" run_name=fsdp4 >/dev/null 2>&1 || fail "fsdp=4 continuation"
+ckpt=runs/fsdp4/checkpoints/step_00000020
+"$BIN" checkpoint verify "$ckpt" >/dev/null 2>&1 && pass "fsdp=4 checkpoint verifies" || fail "verify $ckpt"
+for mesh in "num_workers=1" "num_workers=2 ici_data_parallelism=2" \
+            "num_workers=4 ici_fsdp_parallelism=2 ici_tensor_parallelism=2" "num_workers=3 ici_data_parallelism=3"; do
+  name=$(echo "$mesh" | tr ' =' '_-')
+  # shellcheck disable=SC2086
+  if "$BIN" train "${common[@]}" $mesh run_name="$name" load_full_state_path="$ckpt" >"$WORK/$name.out" 2>&1; then
+    l=$(compare_losses runs/fsdp4/metrics.jsonl runs/$name/metrics.jsonl) \
+      && pass "fsdp=4 -> {$mesh}: $l" || fail "fsdp=4 -> {$mesh}: $l"
+    first=$(step_losses runs/$name/metrics.jsonl | head -1 | cut -d' ' -f1)
+    [ "$first" = 21 ] && pass "{$mesh} continues at step 21" || fail "{$mesh} starts at step $first"
+  else
+    fail "fsdp=4 -> {$mesh}: $(tail -2 "$WORK/$name.out")"
+  fi
+done
+# 3. load_parameters_path: parameters only, step 0, fresh optimizer.
+"$BIN" train "${common[@]}" steps=5 run_name=params_only load_parameters_path="$ckpt" >/dev/null 2>&1 || fail "params-only run"
+[ "$(step_losses runs/params_only/metrics.jsonl | head -1 | cut -d' ' -f1)" = 1 ] && pass "load_parameters_path starts at step 1" || fail "params-only start"
+finish
