@@ -31,6 +31,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -53,6 +55,11 @@ constexpr double kLlmcTokensPerS = 36.0;
 constexpr double kGoalFraction = 0.5;   // goal: gpt2-124m at >= 50% of the SGEMM ceiling
 constexpr const char* kTunedCoretype = "SkylakeX";
 constexpr int kChildTimeoutS = 600;
+// A measurement during which other processes kept more CPUs than this busy is redone
+// (up to kMaxRetries more times for SGEMM, up to 2x the timed steps for training) and
+// the least disturbed one kept; the "busy" column says how disturbed it was.
+constexpr double kBusyThreshold = 0.1;
+constexpr int kMaxRetries = 2;
 
 struct Options {
   std::vector<std::string> backends = {"onednn", "openblas"};
@@ -186,8 +193,13 @@ json MeasureSgemm(const Options& o, const std::vector<std::string>& libs) {
   for (const GemmShape& g : SgemmShapes(o))
     for (const std::string& lib : libs) {
       const bool onednn = lib == "onednn";
-      CpuMeter meter;
-      const double gflops = TimeSgemm(onednn, g, o.sgemm_seconds);
+      double gflops = 0, busy = 1e9;
+      for (int attempt = 0; attempt <= kMaxRetries && busy > kBusyThreshold; ++attempt) {
+        CpuMeter meter;
+        const double gf = TimeSgemm(onednn, g, o.sgemm_seconds);
+        const double b = meter.OtherCpus();
+        if (b < busy) std::tie(gflops, busy) = std::pair(gf, b);
+      }
       out.push_back({{"lib", onednn ? "onednn" : OpenBlasLabel()},
                      {"coretype_env", onednn ? "" : CoretypeEnv()},
                      {"what", g.what},
@@ -196,7 +208,7 @@ json MeasureSgemm(const Options& o, const std::vector<std::string>& libs) {
                      {"N", g.N},
                      {"K", g.K},
                      {"gflops", gflops},
-                     {"other_cpus", meter.OtherCpus()}});
+                     {"other_cpus", busy}});
     }
   return out;
 }
@@ -205,6 +217,7 @@ json MeasureSgemm(const Options& o, const std::vector<std::string>& libs) {
 struct StepTimes {
   double total = 0, zero = 0, fwdbwd = 0, gemm = 0, clip = 0, adamw = 0;
   double gemm_flops = 0;  // 2*M*N*K summed over the step's GEMM calls
+  double other_cpus = 0;  // CpuMeter over the step
 };
 
 json MeasureSteps(const Options& o, const std::string& backend, const std::string& preset, int64_t T) {
@@ -224,6 +237,7 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
   int64_t step = 0;
   auto run_step = [&]() {
     StepTimes st;
+    CpuMeter meter;
     profile::Reset();
     auto t0 = Clock::now();
     std::memset(grads.data(), 0, sizeof(float) * n);
@@ -241,19 +255,25 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
     const profile::GemmStats g = profile::GemmTotals();
     st.gemm = g.seconds;
     st.gemm_flops = g.flops;
+    st.other_cpus = meter.OtherCpus();
     return st;
   };
-  CpuMeter meter;
   profile::SetEnabled(true);
   const double first = run_step().total;  // warm-up; also sizes the number of timed steps
   const int timed = std::clamp(static_cast<int>(o.step_budget_s / std::max(first, 1e-3)), 2, 10);
-  std::vector<StepTimes> steps;
-  for (int i = 0; i < timed; ++i) steps.push_back(run_step());
+  // Steps disturbed by other processes are replaced, within 3x the planned steps.
+  std::vector<StepTimes> steps, clean;
+  for (int i = 0; i < 3 * timed && static_cast<int>(clean.size()) < timed; ++i) {
+    steps.push_back(run_step());
+    if (steps.back().other_cpus <= kBusyThreshold) clean.push_back(steps.back());
+  }
+  const size_t disturbed = steps.size() - clean.size();
+  if (clean.empty()) clean = steps;  // all disturbed: report them, flagged by "busy"
   auto shapes = profile::GemmByShape();  // of the last step
   profile::SetEnabled(false);
   auto med = [&](double StepTimes::*f) {
     std::vector<double> x;
-    for (auto& s : steps) x.push_back(s.*f);
+    for (auto& s : clean) x.push_back(s.*f);
     return Median(x);
   };
   const double sec = med(&StepTimes::total);
@@ -276,9 +296,10 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
           {"T", T},
           {"params", cfg.NumParams()},
           {"flops_per_token", flops_per_token},
-          {"timed_steps", timed},
+          {"timed_steps", clean.size()},
+          {"disturbed_steps", disturbed},
           {"ms_step", sec * 1e3},
-          {"ms_step_best", std::min_element(steps.begin(), steps.end(), [](auto& a, auto& b) {
+          {"ms_step_best", std::min_element(clean.begin(), clean.end(), [](auto& a, auto& b) {
                              return a.total < b.total;
                            })->total * 1e3},
           {"tokens_per_s", tokens / sec},
@@ -289,7 +310,7 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
           {"gemm_gflops", med(&StepTimes::gemm_flops) / std::max(med(&StepTimes::gemm), 1e-9) / 1e9},
           {"ms_clip", med(&StepTimes::clip) * 1e3},
           {"ms_adamw", med(&StepTimes::adamw) * 1e3},
-          {"other_cpus", meter.OtherCpus()},
+          {"other_cpus", med(&StepTimes::other_cpus)},
           {"gemm_shapes", gemm_shapes}};
 }
 

@@ -16,7 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +53,10 @@ class Checkpointer {
   // Saves if `step` (steps done) is due: a multiple of checkpoint_period, or the last
   // step with save_checkpoint_on_completion. Returns the seconds the caller was blocked.
   Result<double> MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data);
+  // The trainer calls this before it changes the state (the optimizer update): it waits
+  // until a save in flight has copied the state out. Adds the wait to the stall.
+  void WaitForSnapshot();
+  double take_snapshot_wait() { double w = snapshot_wait_; snapshot_wait_ = 0; return w; }
   // Waits for the save in flight; its error if it failed and the policy is `fail`.
   Status Flush();
   // Seconds the last save blocked the loop (snapshot + waiting for the previous one).
@@ -61,7 +68,7 @@ class Checkpointer {
   void RemoveNewerThan(int64_t step);
   // Runs in the background: write this rank's files, then (chief) commit.
   Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
-                           ckpt::DataState data, double stall_seconds);
+                           ckpt::DataState data, double stall_seconds, double waited_seconds);
   Status CommitAsChief(int64_t step, const std::string& dir, const ckpt::DataState& data);
   // This rank's pieces (what it owns and writes), in OwnedRuns order; replicated tensors
   // are written by tensor rank 0 only. `writes` keeps only what this rank saves.
@@ -78,6 +85,16 @@ class Checkpointer {
   ProcessGroup* world_;
   EventLog* events_;
   std::thread pending_;
+  std::shared_ptr<std::vector<float>> snapshot_;  // the in-memory copy a save writes from
+  std::mutex copy_mu_;
+  std::condition_variable copy_cv_;
+  bool copy_done_ = true;  // GUARDED_BY(copy_mu_): the snapshot holds the state of the save
+  // The snapshot copy, in chunks that the writer thread and the trainer's threads share.
+  void CopyChunks();
+  std::atomic<int64_t> copy_next_{0};
+  int64_t copy_finished_ = 0;  // GUARDED_BY(copy_mu_)
+  int64_t copy_total_ = 0, copy_chunks_per_kind_ = 0;
+  double snapshot_wait_ = 0;
   Status pending_status_;  // written by the background thread, read after join
   int64_t last_saved_step_ = -1;
   double last_stall_ = 0;

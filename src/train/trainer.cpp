@@ -251,6 +251,7 @@ Result<double> Trainer::TrainStep(int64_t step) {
   ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
   ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
+  ckpt_->WaitForSnapshot();  // a save in flight must have copied the state first
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
   // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
   double sum = loss_sum / mesh_->tensor();
@@ -308,7 +309,8 @@ Result<TrainSummary> Trainer::Run() {
     if (!std::isfinite(loss))
       return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
     ckpt::DataState data{static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
-    ELASTRAIN_ASSIGN_OR_RETURN(const double stall, ckpt_->MaybeSave(done, cfg_.steps, data));
+    ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, data));
+    stall += ckpt_->take_snapshot_wait();
     if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_)
       ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));
     const double elapsed = SecondsSince(loop_start);
