@@ -32,6 +32,10 @@ for mesh in "num_workers=1" "num_workers=2 ici_data_parallelism=2" \
     fail "fsdp=4 -> {$mesh}: $(tail -2 "$WORK/$name.out")"
   fi
 done
+"$BIN" checkpoint list runs/fsdp4 | grep -q "40 .*<- LATEST" && pass "checkpoint list marks LATEST" || fail "list: $("$BIN" checkpoint list runs/fsdp4)"
+"$BIN" checkpoint inspect "$ckpt" --json | grep -q '"fsdp": *4' && pass "inspect --json shows the saving mesh" || fail "inspect"
+"$BIN" checkpoint export "$ckpt" "$WORK/export/model.safetensors" >/dev/null 2>&1 && [ -s "$WORK/export/model.safetensors" ] \
+  && grep -q '"base_emb_dim": 64' "$WORK/export/config.json" && pass "export writes one safetensors file and config.json" || fail "export"
 # 3. load_parameters_path: parameters only, step 0, fresh optimizer.
 "$BIN" train "${common[@]}" steps=5 run_name=params_only load_parameters_path="$ckpt" >/dev/null 2>&1 || fail "params-only run"
 [ "$(step_losses runs/params_only/metrics.jsonl | head -1 | cut -d' ' -f1)" = 1 ] && pass "load_parameters_path starts at step 1" || fail "params-only start"
