@@ -11,11 +11,11 @@ ddmb=$(dd if=/dev/zero of="$WORK/dd.bin" bs=1M count=1024 conv=fsync 2>&1 | awk 
   for (i = 1; i <= NF; i++) if ($i ~ /^s,$/) secs = $(i-1); print 1024 / secs }')
 rm -f "$WORK/dd.bin"
 printf "disk sequential write (dd 1 GiB, fsync): %.0f MB/s\n\n" "$ddmb"
-printf "%-10s %9s %10s %10s %8s %10s %9s %10s\n" model ckpt_MB step_ms stall_ms stall% write_MB/s vs_disk restore_s
+printf "%-10s %8s %8s %9s %7s %9s %11s %8s %11s %8s %9s\n" model ckpt_MB step_ms stall_ms stall% waited_ms busy_MB/s vs_disk final_MB/s vs_disk restore_s
 for model in small gpt2-124m; do
   # The period leaves time for a save to finish before the next, as a real run would.
-  period=3; [ $model = gpt2-124m ] && period=4
-  args=(model_name=$model steps=$((2 * period + 1)) checkpoint_period=$period save_checkpoint_on_completion=false log_period=1 eval_interval=0 eval_steps=1 per_device_batch_size=4
+  period=3; [ $model = gpt2-124m ] && period=6
+  args=(model_name=$model steps=$((2 * period + 1)) checkpoint_period=$period save_checkpoint_on_completion=true log_period=1 eval_interval=0 eval_steps=1 per_device_batch_size=4
         max_target_length=64 max_num_checkpoints_to_keep=2 base_output_directory="$WORK" run_name=$model)
   "$BIN" train "${args[@]}" >"$WORK/$model.out" 2>&1 || { echo "$model failed"; tail -3 "$WORK/$model.out"; continue; }
   "$BIN" train "${args[@]}" steps=$((2 * period + 2)) >"$WORK/$model.restore.out" 2>&1 || { echo "$model restore failed"; continue; }
@@ -24,15 +24,27 @@ for model in small gpt2-124m; do
   step=$(grep -o '"step_time":[0-9.e-]*' "$WORK/$model/metrics.jsonl" | cut -d: -f2 | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   # metrics.jsonl's checkpoint_stall: the save's own block plus the wait of the next
   # optimizer update for the background copy of the state.
-  stall=$(grep -o '"checkpoint_stall":[0-9.e-]*' "$WORK/$model/metrics.jsonl" | cut -d: -f2 | sort -g | tail -1)
-  write=$(grep '"checkpoint_saved"' "$ev" | grep -o '"write_seconds":[0-9.e-]*' | cut -d: -f2 | sort -g | head -1)
+  # (not the last step's: the final save first waits for the one before it)
+  # stall per save: checkpoint_stall less checkpoint_wait (waiting for the previous save
+  # to finish writing, which a period longer than the write time avoids: reported apart).
+  stall=$(awk 'match($0, /"checkpoint_stall":[0-9.e-]+/) { s = substr($0, RSTART + 19, RLENGTH - 19);
+      match($0, /"checkpoint_wait":[0-9.e-]+/); w = substr($0, RSTART + 18, RLENGTH - 18); if (s - w > m) m = s - w }
+      END { print m + 0 }' <(head -n -1 "$WORK/$model/metrics.jsonl"))
+  waited=$(grep -o '"checkpoint_wait":[0-9.e-]*' "$WORK/$model/metrics.jsonl" | head -n -1 | cut -d: -f2 | sort -g | tail -1)
+  # Saves during training share the cores with it (the writer runs at lower priority);
+  # the final save runs after the last step, alone.
+  write=$(grep '"checkpoint_saved"' "$ev" | head -n -1 | grep -o '"write_seconds":[0-9.e-]*' | cut -d: -f2 | sort -g | head -1)
+  final=$(grep '"checkpoint_saved"' "$ev" | tail -1 | grep -o '"write_seconds":[0-9.e-]*' | cut -d: -f2)
   restore=$(grep '"checkpoint_restored"' "$ev" | grep -o '"seconds":[0-9.e-]*' | cut -d: -f2 | tail -1)
-  awk -v m="$model" -v b="$bytes" -v st="$step" -v sl="$stall" -v w="$write" -v r="$restore" -v d="$ddmb" 'BEGIN {
-    mbps = b / 1e6 / w
-    printf "%-10s %9.1f %10.1f %10.1f %7.1f%% %10.0f %8.0f%% %10.2f\n", m, b / 1e6, st * 1000, sl * 1000, 100 * sl / st, mbps, 100 * mbps / d, r }'
+  awk -v m="$model" -v b="$bytes" -v st="$step" -v sl="$stall" -v wt="${waited:-0}" -v w="$write" -v f="$final" -v r="$restore" -v d="$ddmb" 'BEGIN {
+    mbps = b / 1e6 / w; fmbps = b / 1e6 / f
+    printf "%-10s %8.1f %8.1f %9.1f %6.1f%% %9.1f %11.0f %7.0f%% %11.0f %7.0f%% %9.2f\n", m, b / 1e6, st * 1000, sl * 1000,
+           100 * sl / st, wt * 1000, mbps, 100 * mbps / d, fmbps, 100 * fmbps / d, r }'
 done
 echo
-echo "stall: the longest time a save blocked the step loop (waiting for a previous save, and the next"
-echo "       optimizer update waiting for the background copy of the state)"
+echo "stall: the longest time a save itself blocked the step loop, including the next optimizer update"
+echo "       waiting for the background copy of the state; waited: waiting for the previous save to finish"
+echo "       writing (one save is in flight at a time; a period longer than the write time avoids it)"
 echo "step: median step time of the run, saves included (the background writer shares the cores)"
-echo "write: checkpoint bytes / the fastest background write (shards + manifest + commit)"
+echo "busy: checkpoint bytes / the fastest save written while training ran (shares the cores, lower priority)"
+echo "final: the same for the save after the last step, with the cores free"

@@ -71,6 +71,7 @@ std::vector<ckpt::PieceSpec> Checkpointer::Pieces(bool for_saving, std::vector<i
 // ---------------------------------------------------------------- saving
 Result<double> Checkpointer::MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data) {
   last_stall_ = 0;
+  last_wait_ = 0;
   if (!cfg_.enable_checkpointing || step == last_saved_step_) return 0.0;
   const bool due = step % cfg_.checkpoint_period == 0 || (step == total_steps && cfg_.save_checkpoint_on_completion);
   if (!due) return 0.0;
@@ -120,6 +121,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
   auto t0 = Clock::now();
   ELASTRAIN_RETURN_IF_ERROR(Flush());  // one save in flight: wait for the previous one
   const double waited = SecondsSince(t0);
+  last_wait_ = waited;
   last_saved_step_ = step;
   const int64_t n = state_->shard_size();
   // One buffer for the life of the run: its pages are faulted in once, not per save

@@ -61,6 +61,8 @@ class Checkpointer {
   Status Flush();
   // Seconds the last save blocked the loop (snapshot + waiting for the previous one).
   double last_stall_seconds() const { return last_stall_; }
+  // The part of it spent waiting for the previous save to finish writing.
+  double last_wait_seconds() const { return last_wait_; }
 
  private:
   Status Save(int64_t step, const ckpt::DataState& data);
@@ -97,7 +99,7 @@ class Checkpointer {
   double snapshot_wait_ = 0;
   Status pending_status_;  // written by the background thread, read after join
   int64_t last_saved_step_ = -1;
-  double last_stall_ = 0;
+  double last_stall_ = 0, last_wait_ = 0;
 };
 
 }  // namespace elastrain

@@ -87,6 +87,7 @@ class Trainer {
   double peak_flops_ = 0, flops_per_token_ = 0;
   double last_grad_norm_ = 0;
   double comm_seconds_ = 0;  // time in collectives during the last step
+  double ckpt_wait_ = 0;     // part of the last checkpoint stall spent waiting for the previous save
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
   Clock::time_point start_;
 };
@@ -311,6 +312,7 @@ Result<TrainSummary> Trainer::Run() {
     ckpt::DataState data{static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
     ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, data));
     stall += ckpt_->take_snapshot_wait();
+    ckpt_wait_ = ckpt_->last_wait_seconds();
     if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_)
       ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));
     const double elapsed = SecondsSince(loop_start);
@@ -372,6 +374,7 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
                          {"step_time", dt},
                          {"comm_time", comm_seconds_},
                          {"checkpoint_stall", ckpt_stall},
+                         {"checkpoint_wait", ckpt_wait_},
                          {"tokens_per_sec", tps},
                          {"mfu", mfu},
                          {"time", SecondsSince(start_)}});
