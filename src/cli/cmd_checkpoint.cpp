@@ -12,6 +12,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/safetensors.h"
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
 
@@ -46,13 +47,7 @@ int Fail(const std::string& sub, const Status& st) {
   return 1;
 }
 
-std::string Bytes(int64_t b) {
-  const double d = static_cast<double>(b);
-  if (d >= (1LL << 30)) return fmt::format("{:.2f} GiB", d / (1LL << 30));
-  if (d >= (1LL << 20)) return fmt::format("{:.1f} MiB", d / (1LL << 20));
-  if (d >= 1024) return fmt::format("{:.1f} KiB", d / 1024);
-  return fmt::format("{} B", b);
-}
+std::string Bytes(int64_t b) { return FormatBytes(b); }
 
 int List(const std::string& run_dir) {
   auto all = ckpt::ListCheckpoints(run_dir);

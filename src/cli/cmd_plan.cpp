@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_errors.h"
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "comm/mesh.h"
 #include "comm/sharding.h"
@@ -23,13 +23,7 @@ constexpr int kMaxRanksListed = 64;  // beyond this the per-rank table is cut
 
 int Fail(const Status& st) { return FailCommand("plan", st); }
 
-std::string Bytes(int64_t b) {
-  const double d = static_cast<double>(b);
-  if (d >= (1LL << 30)) return fmt::format("{:.2f} GiB", d / (1LL << 30));
-  if (d >= (1LL << 20)) return fmt::format("{:.1f} MiB", d / (1LL << 20));
-  if (d >= 1024) return fmt::format("{:.1f} KiB", d / 1024);
-  return fmt::format("{} B", b);
-}
+std::string Bytes(int64_t b) { return FormatBytes(b); }
 
 std::string Count(int64_t n) {
   const double d = static_cast<double>(n);
@@ -71,10 +65,9 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
                      p.local.num_heads, p.local.num_kv_heads, p.local.mlp_dim);
   out += ShardingTableToString(ShardingTable(m, mesh.tensor()), 1);
   out += fmt::format(
-      "  fsdp={}: rank f of the fsdp axis owns floats [f*{}, (f+1)*{}) of the tensor-local flat buffer "
-      "({} floats, padded to {})\n\n",
-      mesh.fsdp(), p.params_per_rank, p.params_per_rank, p.params_tp_local,
-      FsdpPaddedSize(p.params_tp_local, mesh.fsdp()));
+      "  fsdp={}: rank f of the fsdp axis owns chunk f of every unit (embeddings, each layer, final norm and "
+      "head) of the tensor-local flat buffer: about {} of its {} floats\n\n",
+      mesh.fsdp(), p.params_per_rank, p.params_tp_local);
 
   out += "per rank (every rank alike):\n";
   out += fmt::format("  N_tp_local    {} = replicated + sharded / {}\n", Count(p.params_tp_local), mesh.tensor());
@@ -97,11 +90,10 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
     out += fmt::format("  {:<6} {:<14} {:>5} x {:>10}  sends {:>10}  {}\n", MeshAxisName(v.axis), v.op, v.calls,
                        Bytes(v.payload_bytes), Bytes(v.sent_bytes), v.what);
 
-  out += fmt::format("\nranks (rank: d f t, fsdp shard of the local buffer):\n");
+  out += fmt::format("\nranks (rank: data fsdp tensor coordinates):\n");
   for (int r = 0; r < world && r < kMaxRanksListed; ++r) {
     const MeshCoords rc = mesh.Coords(r);
-    const IndexRange s = FsdpShardRange(p.params_tp_local, rc.fsdp, mesh.fsdp());
-    out += fmt::format("  {:>4}: {} {} {}  [{}, {})\n", r, rc.data, rc.fsdp, rc.tensor, s.begin, s.end);
+    out += fmt::format("  {:>4}: {} {} {}\n", r, rc.data, rc.fsdp, rc.tensor);
   }
   if (world > kMaxRanksListed) out += fmt::format("  ... ({} more)\n", world - kMaxRanksListed);
   std::fputs(out.c_str(), stdout);
@@ -110,28 +102,17 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args) {
-  std::string config_path;
-  std::vector<std::string> overrides;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
+  for (const std::string& a : args)
+    if (a == "-h" || a == "--help") {
       std::printf(
           "usage: elastrain plan [CONFIG.yml] [key=value ...]\n"
           "Prints the device mesh (num_workers, ici_*_parallelism), the sharding rules and each rank's memory,\n"
           "FLOPs and collective volume, without training. Formulas: docs/parallelism.md\n");
       return 0;
     }
-    if (i == 0 && args[i].find('=') == std::string::npos) config_path = args[i];
-    else overrides.push_back(args[i]);
-  }
-  std::vector<std::string> ignored;
-  auto cfg = LoadConfig(config_path, overrides, &ignored);
+  auto cfg = LoadConfigFromArgs(args);
   if (!cfg.ok()) return Fail(cfg.status());
   const TrainConfig& c = cfg.value();
-  if (!ignored.empty()) {
-    std::string keys;
-    for (auto& k : ignored) keys += (keys.empty() ? "" : ", ") + k;
-    std::printf("(ignoring %zu MaxText keys that elastrain does not implement: %s)\n", ignored.size(), keys.c_str());
-  }
   auto mesh = ResolveMeshForConfig(c);
   if (!mesh.ok()) return Fail(mesh.status());
   PlanBatch batch;

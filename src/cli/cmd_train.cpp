@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/cli_errors.h"
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -100,26 +100,15 @@ int RunWorkers(const TrainConfig& cfg) {
 }  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
-  std::string config_path;
-  std::vector<std::string> overrides;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-h" || args[i] == "--help") {
+  for (const std::string& a : args)
+    if (a == "-h" || a == "--help") {
       std::printf("usage: elastrain train [CONFIG.yml] [key=value ...]\n"
                   "Every key, its default and meaning: configs/base.yml\n");
       return 0;
     }
-    if (i == 0 && args[i].find('=') == std::string::npos) config_path = args[i];
-    else overrides.push_back(args[i]);
-  }
-  std::vector<std::string> ignored;
-  auto cfg = LoadConfig(config_path, overrides, &ignored);
+  auto cfg = LoadConfigFromArgs(args);
   if (!cfg.ok()) return Fail(cfg.status());
   SetLogLevel(cfg->log_level);
-  if (!ignored.empty()) {
-    std::string keys;
-    for (auto& k : ignored) keys += (keys.empty() ? "" : ", ") + k;
-    LOG_WARN("ignoring {} MaxText keys that elastrain does not implement: {}", ignored.size(), keys);
-  }
   // An impossible mesh fails here, before any process starts.
   auto mesh = ResolveMeshForConfig(cfg.value());
   if (!mesh.ok()) return Fail(mesh.status());

@@ -150,46 +150,30 @@ Status TrainState::GradsReady(int ui) {
   return Status::OK();
 }
 
-void TrainState::LocalToGlobal(const float* local, int t, float* global) const {
+// Copies between a tensor-local flat buffer and the global one for tensor rank t, in
+// the direction `to_global`: whole replicated tensors, row blocks of dim-0 splits, and
+// per-row column blocks of dim-1 splits.
+void TrainState::CopyLocalGlobal(float* local, int t, float* global, bool to_global) const {
+  auto copy = [to_global](float* l, float* g, int64_t n) {
+    if (to_global) std::memcpy(g, l, sizeof(float) * n);
+    else std::memcpy(l, g, sizeof(float) * n);
+  };
   for (size_t i = 0; i < sharding_.size(); ++i) {
     const TensorSharding& s = sharding_[i];
     const ParamTensor& gt = global_layout_.tensors[i];
     const ParamTensor& lt = local_layout_.tensors[i];
-    const float* src = local + lt.offset;
-    float* dst = global + gt.offset;
+    float* l = local + lt.offset;
+    float* g = global + gt.offset;
     if (s.split == TensorSplit::kReplicated) {
-      std::memcpy(dst, src, sizeof(float) * lt.size);
+      copy(l, g, lt.size);
       continue;
     }
     const IndexRange r = s.GlobalSlice(t);
     const int64_t cols = gt.shape.size() > 1 ? gt.shape[1] : 1;
     if (s.split_dim == 0) {
-      std::memcpy(dst + r.begin * cols, src, sizeof(float) * lt.size);
+      copy(l, g + r.begin * cols, lt.size);
     } else {
-      for (int64_t row = 0; row < gt.shape[0]; ++row)
-        std::memcpy(dst + row * cols + r.begin, src + row * r.size(), sizeof(float) * r.size());
-    }
-  }
-}
-
-void TrainState::GlobalToLocal(const float* global, int t, float* local) const {
-  for (size_t i = 0; i < sharding_.size(); ++i) {
-    const TensorSharding& s = sharding_[i];
-    const ParamTensor& gt = global_layout_.tensors[i];
-    const ParamTensor& lt = local_layout_.tensors[i];
-    const float* src = global + gt.offset;
-    float* dst = local + lt.offset;
-    if (s.split == TensorSplit::kReplicated) {
-      std::memcpy(dst, src, sizeof(float) * lt.size);
-      continue;
-    }
-    const IndexRange r = s.GlobalSlice(t);
-    const int64_t cols = gt.shape.size() > 1 ? gt.shape[1] : 1;
-    if (s.split_dim == 0) {
-      std::memcpy(dst, src + r.begin * cols, sizeof(float) * lt.size);
-    } else {
-      for (int64_t row = 0; row < gt.shape[0]; ++row)
-        std::memcpy(dst + row * r.size(), src + row * cols + r.begin, sizeof(float) * r.size());
+      for (int64_t row = 0; row < gt.shape[0]; ++row) copy(l + row * r.size(), g + row * cols + r.begin, r.size());
     }
   }
 }
@@ -200,7 +184,7 @@ void TrainState::InitParams(uint64_t seed) {
   } else {
     std::vector<float> global(global_layout_.total);
     elastrain::InitParams(global_, global_layout_, seed, global.data());
-    GlobalToLocal(global.data(), coords_.tensor, params_.data());
+    CopyLocalGlobal(params_.data(), coords_.tensor, global.data(), /*to_global=*/false);
   }
   if (!sharded()) return;
   ForOwned(0, local_layout_.total, [&](int64_t s, int64_t l, int64_t n) {
@@ -255,7 +239,7 @@ Result<std::vector<float>> TrainState::GatherGlobalParams() {
     const size_t n = local_layout_.total;
     std::vector<float> all(n * mesh_.tensor());
     ELASTRAIN_RETURN_IF_ERROR(g_.tensor->AllGather(params_.data(), n, all.data()));
-    for (int t = 0; t < mesh_.tensor(); ++t) LocalToGlobal(all.data() + t * n, t, global.data());
+    for (int t = 0; t < mesh_.tensor(); ++t) CopyLocalGlobal(all.data() + t * n, t, global.data(), /*to_global=*/true);
   }
   if (sharded())
     for (size_t u = 0; u < units_.size(); ++u) ELASTRAIN_RETURN_IF_ERROR(Release(static_cast<int>(u)));

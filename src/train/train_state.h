@@ -108,8 +108,7 @@ class TrainState {
   // that lies inside [begin, end) of the local buffer.
   template <typename F>
   void ForOwned(int64_t begin, int64_t end, F&& f) const;
-  void LocalToGlobal(const float* local, int t, float* global) const;
-  void GlobalToLocal(const float* global, int t, float* local) const;
+  void CopyLocalGlobal(float* local, int t, float* global, bool to_global) const;
 
   ModelConfig global_, local_;
   ParamLayout global_layout_, local_layout_;

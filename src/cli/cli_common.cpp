@@ -1,0 +1,53 @@
+#include "cli/cli_common.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+
+namespace elastrain {
+
+int ExitCodeFor(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kOutOfMemory:
+      return 2;  // the configuration cannot run; retrying will not help
+    default:
+      return 1;
+  }
+}
+
+int FailCommand(const std::string& command, const Status& st) {
+  std::fprintf(stderr, "elastrain%s%s: error: %s\n", command.empty() ? "" : " ", command.c_str(),
+               st.message().c_str());
+  return ExitCodeFor(st);
+}
+
+std::string FormatBytes(int64_t b) {
+  const double d = static_cast<double>(b);
+  if (d >= (1LL << 30)) return fmt::format("{:.2f} GiB", d / (1LL << 30));
+  if (d >= (1LL << 20)) return fmt::format("{:.1f} MiB", d / (1LL << 20));
+  if (d >= 1024) return fmt::format("{:.1f} KiB", d / 1024);
+  return fmt::format("{} B", b);
+}
+
+Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i == 0 && args[i].find('=') == std::string::npos) config_path = args[i];
+    else overrides.push_back(args[i]);
+  }
+  std::vector<std::string> ignored;
+  auto cfg = LoadConfig(config_path, overrides, &ignored);
+  if (cfg.ok() && !ignored.empty()) {
+    std::string keys;
+    for (auto& k : ignored) keys += (keys.empty() ? "" : ", ") + k;
+    LOG_WARN("ignoring {} MaxText keys that elastrain does not implement: {}", ignored.size(), keys);
+  }
+  return cfg;
+}
+
+}  // namespace elastrain
