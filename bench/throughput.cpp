@@ -2,6 +2,7 @@
 //
 //   build/throughput [--quick] [--backends=onednn,openblas] [--presets=small,gpt2-124m]
 //                    [--seqs=64,256] [--batch=4] [--threads=N] [--no-child]
+//                    [--sgemm-seconds=0.4] [--step-budget=6] [--misdetected-steps]
 //
 // 1. SGEMM ceiling: oneDNN and OpenBLAS sgemm, square and model-shaped, in GFLOP/s.
 //    OpenBLAS picks its kernels when the library loads, from OPENBLAS_CORETYPE or its
@@ -105,10 +106,11 @@ double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string CoretypeEnv() {
-  const char* c = std::getenv("OPENBLAS_CORETYPE");
-  return c && *c ? c : "unset";
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* c = std::getenv(name);
+  return c && *c ? c : fallback;
 }
+std::string CoretypeEnv() { return EnvOr("OPENBLAS_CORETYPE", "unset"); }
 // "openblas[SkylakeX]": the kernels OpenBLAS actually runs, whatever selected them.
 std::string OpenBlasLabel() { return fmt::format("openblas[{}]", openblas_get_corename()); }
 
@@ -261,9 +263,12 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
   profile::SetEnabled(true);
   const double first = run_step().total;  // warm-up; also sizes the number of timed steps
   const int timed = std::clamp(static_cast<int>(o.step_budget_s / std::max(first, 1e-3)), 2, 10);
-  // Steps disturbed by other processes are replaced, within 3x the planned steps.
+  // Steps disturbed by other processes are replaced, within 3x the planned steps and
+  // twice the time budget, so a busy machine cannot stretch the run much.
   std::vector<StepTimes> steps, clean;
+  const auto t_timed = Clock::now();
   for (int i = 0; i < 3 * timed && static_cast<int>(clean.size()) < timed; ++i) {
+    if (i >= timed && Now(t_timed) > 2 * std::max(o.step_budget_s, timed * first)) break;
     steps.push_back(run_step());
     if (steps.back().other_cpus <= kBusyThreshold) clean.push_back(steps.back());
   }
@@ -565,14 +570,18 @@ int main(int argc, char** argv) {
     return l1;
   }();
   r["openblas_coretype_env"] = CoretypeEnv();
+  r["openblas_thread_timeout_env"] = EnvOr("OPENBLAS_THREAD_TIMEOUT", "unset");
+  r["omp_num_threads_env"] = EnvOr("OMP_NUM_THREADS", "unset");
   r["openblas_core"] = openblas_get_corename();
   r["openblas_config"] = openblas_get_config();
   const dnnl_version_t* dv = dnnl_version();
   r["onednn_version"] = fmt::format("{}.{}.{}", dv->major, dv->minor, dv->patch);
   r["onednn_isa"] = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
   if (!o.is_child) {
-    fmt::print("throughput: {} threads; OPENBLAS_CORETYPE={} -> OpenBLAS core {} ({}); oneDNN {} isa {}\n",
-               r["threads"].get<int>(), CoretypeEnv(), openblas_get_corename(), openblas_get_config(),
+    fmt::print("throughput: {} threads of {} CPUs; OPENBLAS_CORETYPE={} -> OpenBLAS core {} ({}); "
+               "OPENBLAS_THREAD_TIMEOUT={}; oneDNN {} isa {}\n",
+               r["threads"].get<int>(), r["cpus"].get<int>(), CoretypeEnv(), openblas_get_corename(),
+               openblas_get_config(), r["openblas_thread_timeout_env"].get<std::string>(),
                r["onednn_version"].get<std::string>(), r["onednn_isa"].get<std::string>());
     std::fflush(stdout);
   }
