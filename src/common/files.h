@@ -24,5 +24,7 @@ Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir);
 // 64-bit xxHash (XXH3) of a buffer; streaming hasher for large inputs.
 uint64_t Hash64(const void* data, size_t size, uint64_t seed = 0);
 std::string HexU64(uint64_t v);
+// SplitMix64: a fixed, platform-independent 64-bit mix, for seeds derived from seeds.
+uint64_t SplitMix64(uint64_t x);
 
 }  // namespace elastrain

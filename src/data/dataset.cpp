@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "data/corpus.h"
 #include "data/token_cache.h"
@@ -13,13 +14,6 @@
 namespace elastrain {
 
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 const char* SplitName(Split s) { return s == Split::kTrain ? "train" : "eval"; }
 

@@ -4,18 +4,12 @@
 #include <numeric>
 #include <random>
 
+#include "common/files.h"
 #include "common/log.h"
 
 namespace elastrain {
 
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [0, bound) by rejection: drop the low values that make x % bound biased.
 uint64_t UniformBelow(std::mt19937_64& rng, uint64_t bound) {
