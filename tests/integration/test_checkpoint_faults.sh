@@ -53,7 +53,7 @@ size=$(stat -c %s "$f")
 printf '\xff' | dd of="$f" bs=1 seek=$((size - 100)) conv=notrunc 2>/dev/null
 out=$("$BIN" checkpoint verify runs/flip/checkpoints/step_00000030 2>&1) && fail "verify passed a flipped byte" \
   || pass "verify catches the flipped byte: $(echo "$out" | head -1 | cut -c1-160)"
-echo "$out" | grep -q "params-00000.safetensors" && echo "$out" | grep -q "lm_head" && pass "verify names file and tensor" || fail "verify output: $out"
+grep -q "params-00000.safetensors" <<<"$out" && grep -q "lm_head" <<<"$out" && pass "verify names file and tensor" || fail "verify output: $out"
 "$BIN" train "${common[@]}" steps=35 run_name=flip >"$WORK/flip.out" 2>&1 && pass "restore fell back and trained on" \
   || fail "restore after flip: $(tail -2 "$WORK/flip.out")"
 grep -q '"event":"checkpoint_restore_fallback"' runs/flip/events.jsonl && \

@@ -32,8 +32,11 @@ for mesh in "num_workers=1" "num_workers=2 ici_data_parallelism=2" \
     fail "fsdp=4 -> {$mesh}: $(tail -2 "$WORK/$name.out")"
   fi
 done
-"$BIN" checkpoint list runs/fsdp4 | grep -q "40 .*<- LATEST" && pass "checkpoint list marks LATEST" || fail "list: $("$BIN" checkpoint list runs/fsdp4)"
-"$BIN" checkpoint inspect "$ckpt" --json | grep -q '"fsdp": *4' && pass "inspect --json shows the saving mesh" || fail "inspect"
+# (outputs captured first: `cmd | grep -q` fails under pipefail when grep stops reading early)
+listing=$("$BIN" checkpoint list runs/fsdp4)
+grep -q "40 .*<- LATEST" <<<"$listing" && pass "checkpoint list marks LATEST" || fail "list: $listing"
+inspected=$("$BIN" checkpoint inspect "$ckpt" --json)
+grep -q '"fsdp": *4' <<<"$inspected" && pass "inspect --json shows the saving mesh" || fail "inspect: $(head -c 300 <<<"$inspected")"
 "$BIN" checkpoint export "$ckpt" "$WORK/export/model.safetensors" >/dev/null 2>&1 && [ -s "$WORK/export/model.safetensors" ] \
   && grep -q '"base_emb_dim": 64' "$WORK/export/config.json" && pass "export writes one safetensors file and config.json" || fail "export"
 # 3. load_parameters_path: parameters only, step 0, fresh optimizer.
