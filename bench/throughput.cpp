@@ -339,7 +339,7 @@ json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
   auto x = buf(N * C), y = buf(N * C), dx = buf(N * C), w = buf(C), bvec = buf(C), st1 = buf(N), st2 = buf(N);
   for (auto& r : st2) r = 1.f;
   auto qkv = buf(N * S), dqkv = buf(N * S), att = buf(B * H * T * T), atty = buf(N * H * hd);
-  auto up = buf(N * U), h = buf(N * F), dup = buf(N * U), logits = buf(N * V), losses = buf(N), bias = buf(3 * C * 4);
+  auto up = buf(N * U), h = buf(N * F), dup = buf(N * U), logits = buf(N * V), losses = buf(N), dw = buf(C);
   std::vector<int32_t> tgt(N);
   for (auto& t : tgt) t = static_cast<int32_t>(rng() % V);
   // Best of 5: a parallel region whose thread is preempted by another process waits a
@@ -364,7 +364,7 @@ json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
   if (llama) {
     rows.push_back({"rmsnorm fwd+bwd", 2.0 * L + 1, time([&] {
                       k::rmsnorm_forward(y.data(), st1.data(), x.data(), w.data(), N, C, 1e-5);
-                      k::rmsnorm_backward(dx.data(), bvec.data(), y.data(), x.data(), w.data(), st1.data(), N, C);
+                      k::rmsnorm_backward(dx.data(), dw.data(), y.data(), x.data(), w.data(), st1.data(), N, C);
                     })});
     rows.push_back({"rope fwd+bwd", double(L), time([&] {
                       std::vector<float> cs(T * hd);
@@ -380,7 +380,7 @@ json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
     rows.push_back({"layernorm fwd+bwd", 2.0 * L + 1, time([&] {
                       k::layernorm_forward(y.data(), st1.data(), st2.data(), x.data(), w.data(), bvec.data(), N, C,
                                            1e-5);
-                      k::layernorm_backward(dx.data(), w.data(), bvec.data(), y.data(), x.data(), w.data(),
+                      k::layernorm_backward(dx.data(), dw.data(), bvec.data(), y.data(), x.data(), w.data(),
                                             st1.data(), st2.data(), N, C);
                     })});
     rows.push_back({"gelu fwd+bwd", double(L), time([&] {
