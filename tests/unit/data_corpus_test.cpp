@@ -6,17 +6,12 @@
 #include "common/files.h"
 #include "data/corpus.h"
 #include "data/token_cache.h"
+#include "test_dirs.h"
 
 namespace elastrain {
 namespace {
 namespace fs = std::filesystem;
 
-std::string FreshDir(const std::string& name) {
-  fs::path dir = fs::path(testing::TempDir()) / ("elastrain_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 void Write(const std::string& path, const std::string& data) { ASSERT_TRUE(WriteFileAtomic(path, data).ok()); }
 

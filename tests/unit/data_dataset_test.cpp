@@ -5,17 +5,12 @@
 
 #include "common/files.h"
 #include "data/dataset.h"
+#include "test_dirs.h"
 
 namespace elastrain {
 namespace {
 namespace fs = std::filesystem;
 
-std::string FreshDir(const std::string& name) {
-  fs::path dir = fs::path(testing::TempDir()) / ("elastrain_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
 
 DatasetOptions TextOptions(const std::string& dir, int64_t T) {
   DatasetOptions o;
