@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
       sentencepiece libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
-      libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev libgloo-dev)
+      libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev libgloo-dev
+      libcpp-httplib-dev etcd-server)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

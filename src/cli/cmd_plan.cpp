@@ -116,7 +116,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   auto mesh = ResolveMeshForConfig(c);
   if (!mesh.ok()) return Fail(mesh.status());
   PlanBatch batch;
-  batch.global_batch = GlobalBatchSize(c, c.num_workers);
+  batch.global_batch = GlobalBatchSize(c);
   batch.micro_batch = c.per_device_batch_size;
   batch.seq_len = c.max_target_length;
   batch.remat_full = c.remat_policy == "full";

@@ -1,6 +1,11 @@
 // `elastrain train [CONFIG.yml] [key=value ...]` and the internal `elastrain worker`.
+#include <signal.h>
+
+#include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -13,7 +18,12 @@
 #include "common/log.h"
 #include "config/config.h"
 #include "data/dataset.h"
-#include "elastic/local_launch.h"
+#include "elastic/agent.h"
+#include "elastic/controller.h"
+#include "elastic/exit_codes.h"
+#include "elastic/worker.h"
+#include "monitor/job_api.h"
+#include "store/store.h"
 #include "train/trainer.h"
 
 namespace elastrain {
@@ -57,16 +67,16 @@ Result<TrainSummary> ReadSummary(const std::string& run_dir) {
   return s;
 }
 
-// The last "error:" line a worker printed, to explain its exit.
-std::string LastErrorLine(const std::string& log_path) {
-  std::ifstream in(log_path);
-  std::string line, last;
-  while (std::getline(in, line))
-    if (line.find("error:") != std::string::npos) last = line;
-  return last;
+// Embedded mode: the controller (a thread), the local agent (this thread: workers die
+// with the thread that spawned them) and the HTTP API, in this process, over an
+// in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
+Agent* g_agent = nullptr;
+void OnPreemptionSignal(int) {
+  if (g_agent) g_agent->Preempt();
+  signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
 }
 
-int RunWorkers(const TrainConfig& cfg) {
+int RunElastic(const TrainConfig& cfg) {
   // Tokenise the corpus once here, so that the workers find the token cache ready.
   if (cfg.dataset_type == "text") {
     DatasetOptions o;
@@ -80,22 +90,69 @@ int RunWorkers(const TrainConfig& cfg) {
     auto d = OpenDataset(o);
     if (!d.ok()) return Fail(d.status());
   }
-  auto launched = LaunchLocalWorkers(cfg);
-  if (!launched.ok()) return Fail(launched.status());
-  const LaunchResult& r = launched.value();
-  if (!r.ok()) {
-    const WorkerExit& first = r.exits.front();
-    std::string why = LastErrorLine(fmt::format("{}/logs/rank_{}.log", r.run_dir, first.rank));
-    std::fprintf(stderr, "elastrain: error: training failed: %s%s%s\n", first.Describe().c_str(),
-                 why.empty() ? "" : "; ", why.c_str());
-    for (size_t i = 1; i < r.exits.size(); ++i)
-      if (!r.exits[i].ok()) LOG_INFO("then {}", r.exits[i].Describe());
-    return 1;
+  std::shared_ptr<Store> store = MakeMemoryStore();
+  auto spec = SubmitJob(*store, cfg);
+  if (!spec.ok()) return Fail(spec.status());
+  std::error_code ec;
+  std::filesystem::remove_all(spec->run_dir + "/rendezvous", ec);  // keys of earlier runs
+  JobApiServer api(store, /*embedded=*/true);
+  auto url = api.Start(cfg.dashboard_host, static_cast<int>(cfg.dashboard_port));
+  if (!url.ok() && cfg.dashboard_port != 0) {
+    LOG_WARN("{}; serving the job API on a free port instead", url.status().message());
+    url = api.Start(cfg.dashboard_host, 0);
   }
-  auto s = ReadSummary(r.run_dir);
-  if (!s.ok()) return Fail(s.status());
-  PrintSummary(s.value());
-  return 0;
+  if (url.ok()) {
+    (void)MakeDirs(spec->run_dir);
+    (void)WriteFileAtomic(spec->run_dir + "/head_url", url.value() + "\n");
+    LOG_INFO("job API at {} (elastrain status --run-dir {})", url.value(), spec->run_dir);
+  } else {
+    LOG_WARN("no job API: {}", url.status().message());
+  }
+  std::atomic<bool> stop_controller{false};
+  Result<JobRecord> record = Status::Internal("the controller did not run");
+  std::thread controller([&] {
+    Controller c(store);
+    record = c.RunJob(stop_controller);
+  });
+  AgentOptions ao;
+  ao.id = "local";
+  ao.slots = static_cast<int>(cfg.max_workers);
+  ao.exit_when_job_ends = true;
+  Agent agent(store, ao);
+  g_agent = &agent;
+  struct sigaction sa {};
+  sa.sa_handler = OnPreemptionSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  auto end = agent.Run();
+  g_agent = nullptr;
+  if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
+  controller.join();
+  api.Stop();
+  if (!end.ok()) return Fail(end.status());
+  if (end.value() == AgentEnd::kPreempted) {
+    std::fprintf(stderr, "elastrain: preempted: the workers saved their state and left; run the same command to "
+                         "resume\n");
+    return kExitPreempted;
+  }
+  if (!record.ok()) return Fail(record.status());
+  const JobRecord& r = record.value();
+  if (r.state == "SUCCEEDED") {
+    auto s = ReadSummary(spec->run_dir);
+    if (!s.ok()) return Fail(s.status());
+    PrintSummary(s.value());
+    std::printf("  elastic    %lld generations, %lld failures (max_failures=%lld), events in %s/events.jsonl\n",
+                static_cast<long long>(r.generation + 1), static_cast<long long>(r.failures),
+                static_cast<long long>(cfg.max_failures), spec->run_dir.c_str());
+    return kExitSuccess;
+  }
+  if (r.state == "STOPPED") {
+    std::fprintf(stderr, "elastrain: %s; run the same command to resume\n", r.reason.c_str());
+    return kExitStopped;
+  }
+  std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
+  return kExitFailure;
 }
 }  // namespace
 
@@ -112,7 +169,7 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   // An impossible mesh fails here, before any process starts.
   auto mesh = ResolveMeshForConfig(cfg.value());
   if (!mesh.ok()) return Fail(mesh.status());
-  if (cfg->num_workers > 1) return RunWorkers(cfg.value());
+  if (cfg->max_workers > 1 || cfg->min_workers != cfg->max_workers) return RunElastic(cfg.value());
   auto summary = Train(cfg.value());
   if (!summary.ok()) return Fail(summary.status());
   PrintSummary(summary.value());
@@ -120,24 +177,9 @@ int RunTrainCommand(const std::vector<std::string>& args) {
 }
 
 int RunWorkerCommand(const std::vector<std::string>& args) {
-  std::string run_dir;
-  WorkerContext ctx;
-  for (size_t i = 0; i + 1 < args.size(); i += 2) {
-    if (args[i] == "--run-dir") run_dir = args[i + 1];
-    else if (args[i] == "--rank") ctx.rank = std::stoi(args[i + 1]);
-    else if (args[i] == "--world") ctx.world = std::stoi(args[i + 1]);
-    else if (args[i] == "--prefix") ctx.prefix = args[i + 1];
-    else return Fail(Status::InvalidArgument("worker: unknown flag " + args[i]));
-  }
-  if (run_dir.empty()) return Fail(Status::InvalidArgument("worker: --run-dir is required"));
-  auto cfg = LoadConfig(run_dir + "/config.yml", {}, nullptr);
-  if (!cfg.ok()) return Fail(cfg.status());
-  SetLogLevel(cfg->log_level);
-  ctx.rendezvous_dir = run_dir + "/rendezvous";
-  ctx.describe_lost_peers = [run_dir] { return DescribeLostPeers(run_dir); };
-  auto summary = Train(cfg.value(), ctx);
-  if (!summary.ok()) return Fail(summary.status());
-  return 0;
+  if (args.size() != 2 || args[0] != "--channel-fd")
+    return Fail(Status::InvalidArgument("worker: expected --channel-fd N (this command is started by an agent)"));
+  return RunWorkerProcess(std::stoi(args[1]));
 }
 
 }  // namespace elastrain

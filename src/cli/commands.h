@@ -1,5 +1,5 @@
 // Entry points of the `elastrain` subcommands. Each returns the process exit code
-// (see docs/exit-codes.md); argv excludes the program and subcommand names.
+// (elastic/exit_codes.h, README.md); argv excludes the program and subcommand names.
 #pragma once
 
 #include <string>
@@ -8,11 +8,18 @@
 namespace elastrain {
 
 int RunTrainCommand(const std::vector<std::string>& args);
-// Internal: one rank of a multi-worker run, started by the launcher.
+// Internal: a worker process, started by an agent (elastic/worker.h).
 int RunWorkerCommand(const std::vector<std::string>& args);
 int RunTokenizerCommand(const std::vector<std::string>& args);
 int RunPlanCommand(const std::vector<std::string>& args);
 // `checkpoint list|verify|inspect|export` (src/cli/cmd_checkpoint.cpp).
 int RunCheckpointCommand(const std::vector<std::string>& args);
+// Cluster mode and job control (src/cli/cmd_cluster.cpp).
+int RunHeadCommand(const std::vector<std::string>& args);
+int RunAgentCommand(const std::vector<std::string>& args);
+int RunSubmitCommand(const std::vector<std::string>& args);
+int RunStatusCommand(const std::vector<std::string>& args);
+int RunStopCommand(const std::vector<std::string>& args);
+int RunChaosCommand(const std::vector<std::string>& args);
 
 }  // namespace elastrain

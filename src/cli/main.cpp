@@ -1,5 +1,6 @@
 // The `elastrain` command. main() is the only place that decides the exit code:
-//   0 success, 1 runtime failure, 2 bad usage or configuration.
+//   0 success, 1 runtime failure, 2 bad usage or configuration, 3 preempted, 4 stopped
+// (elastic/exit_codes.h).
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,7 +18,18 @@ void PrintUsage() {
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
       "                                       train a sentencepiece BPE tokenizer\n"
       "  checkpoint list|verify|inspect|export ...\n"
-      "                                       list, check, describe or consolidate checkpoints\n");
+      "                                       list, check, describe or consolidate checkpoints\n"
+      "  head --store etcd://HOST:PORT        the controller of cluster mode, with its HTTP API\n"
+      "  agent --store etcd://HOST:PORT --slots K\n"
+      "                                       run the workers of this host\n"
+      "  submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]\n"
+      "                                       submit a job to a head\n"
+      "  status [--head URL | --run-dir DIR] [--json]\n"
+      "                                       state, generation, world size, step, ranks\n"
+      "  stop [--head URL | --run-dir DIR]    save and stop the job\n"
+      "  chaos kill|hang --rank R | kill --host H [--head URL | --run-dir DIR]\n"
+      "                                       rehearse a failure\n"
+      "exit codes: 0 success, 1 failure, 2 bad configuration, 3 preempted, 4 stopped\n");
 }
 }  // namespace
 
@@ -33,6 +45,12 @@ int main(int argc, char** argv) {
   if (cmd == "tokenizer") return elastrain::RunTokenizerCommand(args);
   if (cmd == "plan") return elastrain::RunPlanCommand(args);
   if (cmd == "checkpoint") return elastrain::RunCheckpointCommand(args);
+  if (cmd == "head") return elastrain::RunHeadCommand(args);
+  if (cmd == "agent") return elastrain::RunAgentCommand(args);
+  if (cmd == "submit") return elastrain::RunSubmitCommand(args);
+  if (cmd == "status") return elastrain::RunStatusCommand(args);
+  if (cmd == "stop") return elastrain::RunStopCommand(args);
+  if (cmd == "chaos") return elastrain::RunChaosCommand(args);
   std::fprintf(stderr, "elastrain: unknown command '%s'\n", cmd.c_str());
   PrintUsage();
   return 2;

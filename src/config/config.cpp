@@ -158,6 +158,17 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
     ELASTRAIN_RETURN_IF_ERROR(ApplyKeyValue({"", true}, o.substr(0, eq), o.substr(eq + 1), &c, ignored));
   }
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
+  return c;
+}
+
+Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin) {
+  TrainConfig c;
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, BaseConfigYaml(), &c, nullptr));
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({origin, true}, yaml_text, &c, nullptr));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
   return c;
 }

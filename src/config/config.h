@@ -45,12 +45,14 @@ struct TrainConfig {
   int64_t eval_interval = 50;                // steps between evaluations; <=0: start and end only
   int64_t eval_steps = 4;                    // validation batches per evaluation
   // --- compute ---
-  int64_t num_threads = 0;                   // 0: all cores
+  int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
   std::string gemm_backend = "onednn";       // onednn | openblas
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
   int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)
-  int64_t fail_at_step = 0;                  // > 0: rank 0 fails (exit 1) after this step, to rehearse recovery
+  int64_t fail_at_step = 0;                  // > 0: rank fail_rank fails after this step (once per job)
+  int64_t fail_rank = 0;                     // the rank that fail_at_step fails
+  std::string fail_mode = "exit";            // exit | kill | hang | preempt (see base.yml)
   // --- checkpoints (ckpt/, docs/checkpoint-format.md) ---
   bool enable_checkpointing = true;
   int64_t checkpoint_period = 100;
@@ -61,11 +63,25 @@ struct TrainConfig {
   std::string load_parameters_path;
   std::string checkpoint_failure_policy = "continue";
   // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
-  int64_t num_workers = 1;                   // ranks; data x fsdp x tensor must multiply to this
+  std::string num_workers_spec = "1";        // key num_workers: "N" (fixed) or "MIN:MAX" (elastic)
+  int64_t min_workers = 1, max_workers = 1;  // parsed from num_workers_spec by LoadConfig
+  // The world size: max_workers after LoadConfig; a generation's worker sets it to the
+  // generation's world. data x fsdp x tensor must multiply to this.
+  int64_t num_workers = 1;
   int64_t ici_data_parallelism = 0;          // > 0: size; 0: not given; -1: fill with the workers left
   int64_t ici_fsdp_parallelism = 0;          // all three 0: chosen automatically (ResolveMesh)
   int64_t ici_tensor_parallelism = 0;
   double collective_timeout = 60;            // seconds a collective may block
+  // --- elastic (elastic/, docs/elastic.md) ---
+  int64_t max_failures = 3;                  // failures tolerated; -1 unlimited; resizes and preemptions do not count
+  double resource_wait_timeout = 300;        // seconds to wait for min_workers before failing
+  double worker_heartbeat_timeout = 60;      // seconds without progress before a worker counts as hung
+  std::string placement_strategy = "PACK";   // PACK | SPREAD
+  double preemption_notice_seconds = 30;     // SIGTERM: save and leave within this
+  int64_t host_failure_threshold = 2;        // failures on one host within host_cooldown_seconds that bench it
+  double host_cooldown_seconds = 300;        // how long such a host is avoided
+  std::string dashboard_host = "127.0.0.1";  // the controller's HTTP API
+  int64_t dashboard_port = 8265;             // 0: any free port
 };
 
 // Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`
@@ -77,6 +93,9 @@ struct TrainConfig {
 // success decoder_block and max_target_length hold their resolved values.
 Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
                                std::vector<std::string>* ignored);
+// A config from YAML text (e.g. ConfigToYaml's output sent to a worker), over the
+// embedded defaults; `origin` names it in errors.
+Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin);
 // The resolved config as YAML, every key, loadable by LoadConfig.
 std::string ConfigToYaml(const TrainConfig& c);
 // The embedded text of configs/base.yml.

@@ -56,11 +56,13 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("eval_interval", "data", eval_interval, "steps between evaluations; <= 0: at start and end only"),
       KEY("eval_steps", "data", eval_steps, "validation batches per evaluation"),
 
-      KEY("num_threads", "compute", num_threads, "CPU threads per worker; 0: all cores"),
+      KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),
       KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
-      KEY("fail_at_step", "compute", fail_at_step, "> 0: rank 0 fails (exit 1) right after this step, to rehearse recovery"),
+      KEY("fail_at_step", "compute", fail_at_step, "> 0: rank fail_rank fails right after this step, once per job, to rehearse recovery"),
+      KEY("fail_rank", "compute", fail_rank, "the rank that fail_at_step fails"),
+      KEY("fail_mode", "compute", fail_mode, "exit (code 1) | kill (SIGKILL) | hang (SIGSTOP) | preempt (SIGTERM, a spot notice)"),
       KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),
@@ -72,11 +74,21 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("load_parameters_path", "checkpoint", load_parameters_path, "a checkpoint directory to take parameters from (fresh optimizer, step 0)"),
       KEY("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
 
-      KEY("num_workers", "parallelism", num_workers, "worker processes (ranks); the mesh axes multiply to this"),
+      KEY("num_workers", "parallelism", num_workers_spec, "worker processes (ranks): N, or MIN:MAX for an elastic job; the mesh axes multiply to the world size"),
       KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch; 0: not given, -1: fill with the workers left"),
       KEY("ici_fsdp_parallelism", "parallelism", ici_fsdp_parallelism, "ranks that shard params, grads and optimizer state (FSDP); 0: not given, -1: fill"),
       KEY("ici_tensor_parallelism", "parallelism", ici_tensor_parallelism, "ranks that split each layer's heads and MLP rows; 0: not given, -1: fill"),
       KEY("collective_timeout", "parallelism", collective_timeout, "seconds a collective may block before the step fails, > 0"),
+
+      KEY("max_failures", "elastic", max_failures, "failures a job survives (-1: unlimited); resizes and preemptions do not count"),
+      KEY("resource_wait_timeout", "elastic", resource_wait_timeout, "seconds to wait for min workers before the job fails"),
+      KEY("worker_heartbeat_timeout", "elastic", worker_heartbeat_timeout, "seconds a worker may go without progress before it counts as hung; must exceed the longest step"),
+      KEY("placement_strategy", "elastic", placement_strategy, "PACK (fill a host before the next) | SPREAD (one rank per host in turn)"),
+      KEY("preemption_notice_seconds", "elastic", preemption_notice_seconds, "SIGTERM to a worker or agent is a spot notice: save and leave within this (GCP gives 30)"),
+      KEY("host_failure_threshold", "elastic", host_failure_threshold, "failures on one host within host_cooldown_seconds that make the job avoid it"),
+      KEY("host_cooldown_seconds", "elastic", host_cooldown_seconds, "seconds a host with repeated failures is avoided (used anyway when nothing else can run min workers)"),
+      KEY("dashboard_host", "elastic", dashboard_host, "address the controller's HTTP API listens on"),
+      KEY("dashboard_port", "elastic", dashboard_port, "port of the controller's HTTP API (Ray's 8265); 0: any free port (written to <run>/head_url)"),
   };
   return keys;
 }

@@ -88,18 +88,20 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
   // --- compute ---
-  ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_threads", c.num_threads, 0));
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("threads_per_worker", c.threads_per_worker, 0));
   ELASTRAIN_RETURN_IF_ERROR(OneOf("gemm_backend", c.gemm_backend, {"onednn", "openblas"}));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("fail_at_step", c.fail_at_step, 0));
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("fail_mode", c.fail_mode, {"exit", "kill", "hang", "preempt"}));
+  if (c.fail_rank < 0 || c.fail_rank >= c.max_workers)
+    return Bad("fail_rank", c.fail_rank, fmt::format("expected a rank in [0, {}) (num_workers={})", c.max_workers,
+                                                    c.num_workers_spec));
   // --- checkpoints ---
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("checkpoint_period", c.checkpoint_period, 1));
   ELASTRAIN_RETURN_IF_ERROR(OneOf("checkpoint_failure_policy", c.checkpoint_failure_policy, {"continue", "fail"}));
   if (!c.load_full_state_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_full_state_path", c.load_full_state_path));
   if (!c.load_parameters_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_parameters_path", c.load_parameters_path));
   // --- parallelism (the product and the model constraints: ResolveMesh in comm/mesh.h) ---
-  ELASTRAIN_RETURN_IF_ERROR(AtLeast("num_workers", c.num_workers, 1));
-  if (c.num_workers > kMaxWorkers)
-    return Bad("num_workers", c.num_workers, fmt::format("expected at most {} workers", kMaxWorkers));
   const char* fill_key = nullptr;
   for (auto [key, v] : {std::pair<const char*, int64_t>{"ici_data_parallelism", c.ici_data_parallelism},
                         {"ici_fsdp_parallelism", c.ici_fsdp_parallelism},
@@ -112,6 +114,40 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   }
   if (!(c.collective_timeout > 0))
     return Bad("collective_timeout", c.collective_timeout, "expected a number of seconds > 0");
+  // --- elastic ---
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("max_failures", c.max_failures, -1));
+  if (!(c.resource_wait_timeout > 0))
+    return Bad("resource_wait_timeout", c.resource_wait_timeout, "expected a number of seconds > 0");
+  if (!(c.worker_heartbeat_timeout > 0))
+    return Bad("worker_heartbeat_timeout", c.worker_heartbeat_timeout, "expected a number of seconds > 0");
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("placement_strategy", c.placement_strategy, {"PACK", "SPREAD"}));
+  if (!(c.preemption_notice_seconds > 0))
+    return Bad("preemption_notice_seconds", c.preemption_notice_seconds, "expected a number of seconds > 0");
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("host_failure_threshold", c.host_failure_threshold, 1));
+  ELASTRAIN_RETURN_IF_ERROR(NonNegative("host_cooldown_seconds", c.host_cooldown_seconds));
+  if (c.dashboard_host.empty()) return Bad("dashboard_host", "", "expected an address such as 127.0.0.1");
+  if (c.dashboard_port < 0 || c.dashboard_port > 65535)
+    return Bad("dashboard_port", c.dashboard_port, "expected a port in [0, 65535] (0: any free port)");
+  return Status::OK();
+}
+
+Status ResolveWorkerRange(TrainConfig* c) {
+  const std::string& s = c->num_workers_spec;
+  auto parse = [&](const std::string& t, int64_t* v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    *v = std::stoll(t);
+    return true;
+  };
+  const size_t colon = s.find(':');
+  int64_t lo = 0, hi = 0;
+  const bool ok = colon == std::string::npos ? parse(s, &lo) && (hi = lo, true)
+                                             : parse(s.substr(0, colon), &lo) && parse(s.substr(colon + 1), &hi);
+  if (!ok || lo < 1 || hi < lo)
+    return Bad("num_workers", s, "expected a positive integer N, or MIN:MAX with 1 <= MIN <= MAX (e.g. 2:4)");
+  if (hi > kMaxWorkers) return Bad("num_workers", s, fmt::format("expected at most {} workers", kMaxWorkers));
+  c->min_workers = lo;
+  c->max_workers = hi;
+  c->num_workers = hi;
   return Status::OK();
 }
 

@@ -9,5 +9,8 @@ namespace elastrain {
 // The first problem found, one line naming the key and its value, e.g.
 // "steps=-3: expected a positive integer".
 Status ValidateTrainConfig(const TrainConfig& c);
+// Parses num_workers ("N" or "MIN:MAX") into min_workers, max_workers and num_workers
+// (= max_workers).
+Status ResolveWorkerRange(TrainConfig* c);
 
 }  // namespace elastrain

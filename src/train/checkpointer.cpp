@@ -81,6 +81,33 @@ Result<double> Checkpointer::MaybeSave(int64_t step, int64_t total_steps, const 
   return last_stall_;
 }
 
+Result<double> Checkpointer::SaveNow(int64_t step, const ckpt::DataState& data) {
+  if (!cfg_.enable_checkpointing || step == last_saved_step_) return 0.0;
+  auto t0 = Clock::now();
+  ELASTRAIN_RETURN_IF_ERROR(Save(step, data));
+  last_stall_ = SecondsSince(t0);
+  return last_stall_;
+}
+
+int64_t Checkpointer::LatestCommittedStep() const {
+  auto latest = ckpt::LatestCommitted(run_dir_);
+  auto listed = ckpt::ListCheckpoints(run_dir_);
+  if (!latest.ok() || !listed.ok()) return -1;
+  for (const auto& c : listed.value())
+    if (std::filesystem::path(c.dir) == std::filesystem::path(latest.value())) return c.step;
+  return -1;
+}
+
+void Checkpointer::RemoveUncommitted() {
+  auto listed = ckpt::ListCheckpoints(run_dir_);
+  if (!listed.ok()) return;
+  for (const auto& c : listed.value()) {
+    if (c.committed) continue;
+    Status st = ckpt::RemovePartial(c.dir);
+    if (st.ok()) LOG_INFO("removed {} (a save an earlier generation did not finish)", c.dir);
+  }
+}
+
 void Checkpointer::CopyChunks() {
   const int64_t n = state_->shard_size();
   const float* src[kKinds] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
@@ -193,6 +220,7 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
                                      {"stall_seconds", stall}, {"snapshot_seconds", stall - waited},
                                      {"wait_seconds", waited}});
   LOG_INFO("checkpoint saved: {} ({:.2f}s in the background)", dir, SecondsSince(t0));
+  if (on_commit_) on_commit_(step);
   return Status::OK();
 }
 
@@ -211,6 +239,10 @@ Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const c
     if (mesh_.Coords(r).data != 0) continue;
     const std::string path = ShardsJson(dir, r);
     while (!FileExists(path)) {
+      if (aborted_) {
+        failed = Status::Unavailable(fmt::format("{}: abandoned, the generation failed before rank {} reported", dir, r));
+        break;
+      }
       if (Clock::now() > deadline) {
         failed = Status::DeadlineExceeded(fmt::format("{}: rank {} did not report its shards in time", dir, r));
         break;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,6 +54,18 @@ class Checkpointer {
   // Saves if `step` (steps done) is due: a multiple of checkpoint_period, or the last
   // step with save_checkpoint_on_completion. Returns the seconds the caller was blocked.
   Result<double> MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data);
+  // Saves `step` now unless it was just saved (a stop at a step boundary). Same return.
+  Result<double> SaveNow(int64_t step, const ckpt::DataState& data);
+  // The generation failed: a save in flight gives up waiting for other ranks' shards
+  // (they may be gone) and removes its partial directory. Call before destruction.
+  void Abort() { aborted_ = true; }
+  // Called (on the writer thread) with the step of each checkpoint the chief commits.
+  void set_on_commit(std::function<void(int64_t)> f) { on_commit_ = std::move(f); }
+  // The step LATEST points at (committed), or -1.
+  int64_t LatestCommittedStep() const;
+  // Removes checkpoint directories that are not committed: saves abandoned by an earlier
+  // generation. Call only when no save of this run is in flight (generation start).
+  void RemoveUncommitted();
   // The trainer calls this before it changes the state (the optimizer update): it waits
   // until a save in flight has copied the state out. Adds the wait to the stall.
   void WaitForSnapshot();
@@ -98,6 +111,8 @@ class Checkpointer {
   int64_t copy_total_ = 0, copy_chunks_per_kind_ = 0;
   double snapshot_wait_ = 0;
   Status pending_status_;  // written by the background thread, read after join
+  std::atomic<bool> aborted_{false};
+  std::function<void(int64_t)> on_commit_;
   int64_t last_saved_step_ = -1;
   double last_stall_ = 0, last_wait_ = 0;
 };

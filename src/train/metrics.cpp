@@ -1,5 +1,6 @@
 #include "train/metrics.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,21 +11,28 @@
 namespace elastrain {
 
 MetricsWriter::~MetricsWriter() {
-  if (f_) std::fclose(f_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Status MetricsWriter::Open(const std::string& path, bool append) {
+  if (fd_ >= 0) ::close(fd_);
   path_ = path;
-  f_ = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!f_) return Status::IOError(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (append ? 0 : O_TRUNC), 0644);
+  if (fd_ < 0) return Status::IOError(path + ": cannot open for writing (" + std::strerror(errno) + ")");
   return Status::OK();
 }
 
 Status MetricsWriter::Write(const nlohmann::json& record) {
-  if (!f_) return Status::FailedPrecondition("metrics writer is not open");
-  std::string line = record.dump() + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), f_) != line.size() || std::fflush(f_) != 0)
-    return Status::IOError(path_ + ": write failed (" + std::strerror(errno) + ")");
+  if (fd_ < 0) return Status::FailedPrecondition("metrics writer is not open");
+  const std::string line = record.dump() + "\n";
+  // One write(2) per line on an O_APPEND descriptor: lines of several processes
+  // appending to one file (the controller's and the chief's events) never interleave.
+  ssize_t n;
+  do {
+    n = ::write(fd_, line.data(), line.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(line.size()))
+    return Status::IOError(path_ + ": write failed (" + (n < 0 ? std::strerror(errno) : "short write") + ")");
   return Status::OK();
 }
 

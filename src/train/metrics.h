@@ -19,12 +19,13 @@ class MetricsWriter {
   MetricsWriter& operator=(const MetricsWriter&) = delete;
   // Creates `path`, truncating it unless `append` (a resumed run continues its file).
   Status Open(const std::string& path, bool append = false);
-  // Appends one line and flushes it, so a crash loses at most the line being written.
+  // Appends one line with a single write(2), so a crash loses at most that line and
+  // several processes may append to the same file.
   Status Write(const nlohmann::json& record);
 
  private:
   std::string path_;
-  std::FILE* f_ = nullptr;
+  int fd_ = -1;
 };
 
 // "step 12/300 | loss 4.1234 | 12.3k tok/s | ETA 1m23s", redrawn in place on a

@@ -1,9 +1,13 @@
 #include "train/trainer.h"
 
+#include <signal.h>
+
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -30,21 +34,51 @@ namespace elastrain {
 namespace {
 using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double WallNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// A log file sink is added once per process, however many generations it is chief of.
+void AddLogFileOnce(const std::string& path) {
+  static std::mutex mu;
+  static std::set<std::string> added;  // GUARDED_BY(mu)
+  std::lock_guard<std::mutex> lock(mu);
+  if (added.insert(path).second) AddLogFile(path);
+}
+
 
 class Trainer {
  public:
-  Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {}
+  Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {
+    cfg_.num_workers = ctx.world;
+  }
+  ~Trainer() {
+    if (ckpt_ && !clean_exit_) ckpt_->Abort();  // a failed generation: do not wait for lost peers' shards
+  }
   Status Setup();
-  Result<TrainSummary> Run();
+  Status Restore();
+  Status Run(GenerationResult* out);
+  int64_t completed_step() const { return completed_step_; }
+  int64_t start_step() const { return start_step_; }
+  // Copies the state into ctx.replica when this mesh holds a full replica.
+  void ExportReplica();
 
  private:
   Status ConnectGroups();
   Status OpenData();
+  Status RestoreFromMemory();
+  bool holds_replica() const { return mesh_->fsdp() == 1 && mesh_->tensor() == 1; }
   // Loads samples indices[begin, begin+rows) of `split` into inputs_/targets_.
   void LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows);
-  Result<double> TrainStep(int64_t step);  // returns the mean token loss of the global batch
-  Result<double> Evaluate();               // mean token loss over the fixed eval batches
+  // Trains step `step` (0-based); returns the mean token loss of the global batch and
+  // sets *stop to the StopReason bits any rank raised for this step.
+  Result<double> TrainStep(int64_t step, int* stop);
+  Result<double> Evaluate();  // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
+  Status MaybeInjectFailure(int64_t done, GenerationResult* out);
+  void Phase(const std::string& p) {
+    if (ctx_.control.on_phase) ctx_.control.on_phase(p);
+  }
   // Seconds all of this rank's groups have spent in collectives so far.
   double CommSeconds() const {
     double s = 0;
@@ -53,6 +87,7 @@ class Trainer {
     return s;
   }
   Status WriteSummary(const TrainSummary& s);
+  void FirstLossesFromMetrics(TrainSummary* s) const;
   bool is_chief() const { return ctx_.rank == 0; }
   // Micro-batches every rank runs for a batch of `rows` split over the batch shards: the
   // largest share (the first one) divided into per_device_batch_size pieces.
@@ -64,8 +99,11 @@ class Trainer {
     return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps), cfg_.steps,
             cfg_.cosine_learning_rate_final_fraction};
   }
+  ckpt::DataState DataStateAt(int64_t done) const {
+    return {static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
+  }
 
-  const TrainConfig& cfg_;
+  TrainConfig cfg_;  // a copy: num_workers is this generation's world
   const WorkerContext ctx_;
   const int64_t T_;
   std::string run_dir_;
@@ -80,7 +118,8 @@ class Trainer {
   std::unique_ptr<TrainState> state_;
   std::unique_ptr<Checkpointer> ckpt_;
   EventLog events_;
-  int64_t start_step_ = 0;  // steps done before this run (restored from a checkpoint)
+  int64_t start_step_ = 0;      // steps done before this generation (restored)
+  int64_t completed_step_ = 0;  // steps done so far: the state's step
   std::vector<int32_t> sample_, inputs_, targets_;
   MetricsWriter metrics_;
   ProgressLine progress_;
@@ -89,17 +128,20 @@ class Trainer {
   double comm_seconds_ = 0;  // time in collectives during the last step
   double ckpt_wait_ = 0;     // part of the last checkpoint stall spent waiting for the previous save
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
+  bool clean_exit_ = false;
+  bool restored_ = false;  // the state holds a restored (or trained) step
   Clock::time_point start_;
 };
 
 Status Trainer::ConnectGroups() {
   const int r = ctx_.rank;
-  std::shared_ptr<gloo::rendezvous::Store> store;
-  if (ctx_.world > 1) {
+  std::shared_ptr<gloo::rendezvous::Store> store = ctx_.store;
+  if (ctx_.world > 1 && !store) {
     ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(ctx_.rendezvous_dir));
   }
   GroupOptions opt;
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
+  opt.hostname = ctx_.bind_address;
   opt.describe_lost_peers = ctx_.describe_lost_peers;
   const Mesh& m = *mesh_;
   auto connect = [&](MeshGroup kind, const std::string& name, std::unique_ptr<ProcessGroup>* out) -> Status {
@@ -137,19 +179,20 @@ Status Trainer::OpenData() {
 
 Status Trainer::Setup() {
   start_ = Clock::now();
-  if (ctx_.world != cfg_.num_workers)
-    return Status::Internal(fmt::format("worker world size {} != num_workers={}", ctx_.world, cfg_.num_workers));
-  int threads = static_cast<int>(cfg_.num_threads);
-  if (threads == 0 && ctx_.world > 1)  // the workers share the cores once
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ctx_.world);
-  SetComputeThreads(threads);
+  Phase("setup");
   ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
   SetGemmBackend(backend);
-  ELASTRAIN_ASSIGN_OR_RETURN(Mesh mesh, ResolveMeshForConfig(cfg_));
-  mesh_ = std::make_unique<Mesh>(mesh);
+  if (ctx_.mesh) {
+    mesh_ = std::make_unique<Mesh>(*ctx_.mesh);
+  } else {
+    ELASTRAIN_ASSIGN_OR_RETURN(Mesh mesh, ResolveMeshForConfig(cfg_, ctx_.world));
+    mesh_ = std::make_unique<Mesh>(mesh);
+  }
+  if (mesh_->world_size() != ctx_.world)
+    return Status::Internal(fmt::format("mesh {} does not hold {} ranks", mesh_->ToString(), ctx_.world));
   coords_ = mesh_->Coords(ctx_.rank);
   batch_shard_ = coords_.data * mesh_->fsdp() + coords_.fsdp;
-  gb_ = GlobalBatchSize(cfg_, ctx_.world);
+  gb_ = GlobalBatchSize(cfg_);
   const bool remat = cfg_.remat_policy == "full";
   ELASTRAIN_ASSIGN_OR_RETURN(ModelConfig local, TensorLocalConfig(cfg_.model, mesh_->tensor()));
 
@@ -174,7 +217,7 @@ Status Trainer::Setup() {
   run_dir_ = (std::filesystem::path(cfg_.base_output_directory) / cfg_.run_name).string();
   if (is_chief()) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
-    AddLogFile(run_dir_ + "/train.log");
+    AddLogFileOnce(run_dir_ + "/train.log");
     ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
     ELASTRAIN_RETURN_IF_ERROR(events_.Open(run_dir_ + "/events.jsonl"));
   }
@@ -189,27 +232,19 @@ Status Trainer::Setup() {
   }
   RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
   state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
-  state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
   model_->SetUnitHooks(state_->Hooks());
   ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
                                          &events_);
-  ELASTRAIN_ASSIGN_OR_RETURN(RestoreResult restored, ckpt_->Restore());
-  start_step_ = restored.step;
-  if (is_chief()) ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/start_step_ > 0));
-  if (cfg_.record_consumed_samples) {
-    ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
-    samples_log_ = std::make_unique<MetricsWriter>();
-    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Open(fmt::format("{}/samples/rank_{}.jsonl", run_dir_, ctx_.rank)));
-  }
+  ckpt_->set_on_commit(ctx_.control.on_checkpoint);
   sample_.resize(T_ + 1);
   inputs_.resize(cfg_.per_device_batch_size * T_);
   targets_.resize(cfg_.per_device_batch_size * T_);
 
   flops_per_token_ = TrainingFlopsPerToken(cfg_.model, T_);
-  peak_flops_ = cfg_.hardware_peak_tflops > 0 ? cfg_.hardware_peak_tflops * 1e12
-                                              : MeasureSgemmGflops() * 1e9 * ctx_.world;
-  LOG_INFO("rank {}/{}: mesh {}, coords data={} fsdp={} tensor={}", ctx_.rank, ctx_.world, mesh_->ToString(),
-           coords_.data, coords_.fsdp, coords_.tensor);
+  const double rank_peak = ctx_.peak_flops > 0 ? ctx_.peak_flops : MeasureSgemmGflops() * 1e9;
+  peak_flops_ = cfg_.hardware_peak_tflops > 0 ? cfg_.hardware_peak_tflops * 1e12 : rank_peak * ctx_.world;
+  LOG_INFO("generation {}: rank {}/{}, mesh {}, coords data={} fsdp={} tensor={}", ctx_.generation, ctx_.rank,
+           ctx_.world, mesh_->ToString(), coords_.data, coords_.fsdp, coords_.tensor);
   LOG_INFO("run directory {}", run_dir_);
   LOG_INFO("model {} ({}): {:.2f}M parameters ({:.2f}M on this rank), {} layers, emb {}, heads {}/{} (q/kv), mlp {}, "
            "vocab {}",
@@ -225,6 +260,92 @@ Status Trainer::Setup() {
   return Status::OK();
 }
 
+// ---------------------------------------------------------------- restoring
+Status Trainer::Restore() {
+  Phase("restore");
+  bool from_memory = ctx_.restore.kind == RestoreSpec::Kind::kMemory && holds_replica();
+  if (from_memory) {
+    // A checkpoint committed after the replica's step (a report the controller missed)
+    // wins: continuing from the older replica would fork the run's timeline.
+    int64_t latest = is_chief() ? ckpt_->LatestCommittedStep() : -1;
+    if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->Broadcast(&latest, 1, 0));
+    if (latest > ctx_.restore.step) {
+      LOG_WARN("checkpoint at step {} is newer than the in-memory replica (step {}); restoring the checkpoint",
+               latest, ctx_.restore.step);
+      from_memory = false;
+    }
+  }
+  if (from_memory) {
+    ELASTRAIN_RETURN_IF_ERROR(RestoreFromMemory());
+  } else {
+    state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
+    ELASTRAIN_ASSIGN_OR_RETURN(RestoreResult restored, ckpt_->Restore());
+    start_step_ = restored.step;
+  }
+  if (is_chief() && from_memory) ckpt_->RemoveUncommitted();
+  completed_step_ = start_step_;
+  restored_ = true;
+  if (is_chief())
+    ELASTRAIN_RETURN_IF_ERROR(
+        metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/start_step_ > 0 || ctx_.generation > 0));
+  if (cfg_.record_consumed_samples) {
+    ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
+    samples_log_ = std::make_unique<MetricsWriter>();
+    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Open(fmt::format("{}/samples/rank_{}.jsonl", run_dir_, ctx_.rank),
+                                                 /*append=*/true));
+  }
+  return Status::OK();
+}
+
+Status Trainer::RestoreFromMemory() {
+  auto t0 = Clock::now();
+  const int64_t step = ctx_.restore.step;
+  const int64_t n = state_->shard_size();
+  Replica* rep = ctx_.replica;
+  const bool have = rep && rep->valid() && rep->step == step && static_cast<int64_t>(rep->params.size()) == n;
+  float* dst[3] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
+  if (have) {
+    std::memcpy(dst[0], rep->params.data(), n * sizeof(float));
+    std::memcpy(dst[1], rep->adam_m.data(), n * sizeof(float));
+    std::memcpy(dst[2], rep->adam_v.data(), n * sizeof(float));
+  }
+  // Ranks without the replica at that step (newcomers, or survivors one step behind)
+  // receive it from the source; skipped when every rank has it.
+  double missing = have ? 0 : 1;
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&missing, 1));
+  if (missing > 0 && ctx_.rank == ctx_.restore.source_rank && !have)
+    return Status::Internal(fmt::format("rank {} was named the source of the step-{} replica but holds {}",
+                                        ctx_.rank, step, rep && rep->valid() ? rep->step : -1));
+  if (missing > 0)
+    for (float* d : dst) ELASTRAIN_RETURN_IF_ERROR(world_->Broadcast(d, n, ctx_.restore.source_rank));
+  start_step_ = step;
+  const double secs = SecondsSince(t0);
+  LOG_INFO("restored step {} from memory ({}, {} of {} ranks received it) in {:.3f}s", step,
+           have ? "own replica" : fmt::format("sent by rank {}", ctx_.restore.source_rank), missing, ctx_.world, secs);
+  if (is_chief())
+    events_.Emit("memory_restored", {{"step", step}, {"generation", ctx_.generation}, {"source_rank",
+                                                                                        ctx_.restore.source_rank},
+                                     {"ranks_sent", missing}, {"seconds", secs}});
+  return Status::OK();
+}
+
+void Trainer::ExportReplica() {
+  Replica* rep = ctx_.replica;
+  // A generation that never restored leaves the replica it was given untouched: a
+  // survivor whose next rendezvous fails still holds its state for the one after.
+  if (!rep || !restored_) return;
+  if (!holds_replica()) {  // the state now lives in shards; the old replica is stale
+    *rep = Replica();
+    return;
+  }
+  const int64_t n = state_->shard_size();
+  rep->params.assign(state_->shard_params(), state_->shard_params() + n);
+  rep->adam_m.assign(state_->adam_m(), state_->adam_m() + n);
+  rep->adam_v.assign(state_->adam_v(), state_->adam_v() + n);
+  rep->step = completed_step_;
+}
+
+// ---------------------------------------------------------------- a step
 void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows) {
   for (int64_t r = 0; r < rows; ++r) {
     data_->GetSample(split, indices[begin + r], sample_.data());
@@ -233,12 +354,19 @@ void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, int64_t
   }
 }
 
-Result<double> Trainer::TrainStep(int64_t step) {
+Result<double> Trainer::TrainStep(int64_t step, int* stop) {
   state_->ZeroGrads();
   const double comm_before = CommSeconds();
   const std::vector<int64_t> rows = sampler_->RankShare(step, batch_shard_, mesh_->batch_shards());
   if (samples_log_)
-    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Write({{"step", step}, {"rank", ctx_.rank}, {"indices", rows}}));
+    ELASTRAIN_RETURN_IF_ERROR(samples_log_->Write({{"generation", ctx_.generation},
+                                                   {"step", step},
+                                                   {"rank", ctx_.rank},
+                                                   {"shard", batch_shard_},
+                                                   {"shards", mesh_->batch_shards()},
+                                                   {"tensor_rank", coords_.tensor},
+                                                   {"num_samples", sampler_->num_samples()},
+                                                   {"indices", rows}}));
   const float dloss = static_cast<float>(1.0 / static_cast<double>(gb_ * T_));
   double loss_sum = 0;
   // Every rank runs the same number of micro-batches (FSDP gathers are collective); a
@@ -254,15 +382,27 @@ Result<double> Trainer::TrainStep(int64_t step) {
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   ckpt_->WaitForSnapshot();  // a save in flight must have copied the state first
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
-  // Tensor peers computed the same loss: the world sum counts each batch shard `tensor` times.
-  double sum = loss_sum / mesh_->tensor();
-  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&sum, 1));
+  // The step is done here, on this rank: the update is local, so whatever fails later
+  // leaves a consistent state at step + 1.
+  completed_step_ = step + 1;
+  // Tensor peers computed the same loss: the world sum counts each batch shard `tensor`
+  // times. The same collective carries every rank's stop requests, so that all ranks
+  // agree to stop after the same step.
+  const int asked = ctx_.control.stop_reasons ? ctx_.control.stop_reasons(step + 1) : 0;
+  // The payload: the loss sum, then how many ranks ask for each StopReason.
+  double payload[1 + std::size(kAllStopReasons)] = {loss_sum / mesh_->tensor()};
+  for (size_t i = 0; i < std::size(kAllStopReasons); ++i) payload[1 + i] = (asked & kAllStopReasons[i]) ? 1 : 0;
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(payload, std::size(payload)));
+  *stop = 0;
+  for (size_t i = 0; i < std::size(kAllStopReasons); ++i)
+    if (payload[1 + i] > 0) *stop |= kAllStopReasons[i];
   last_grad_norm_ = grad_norm;
   comm_seconds_ = CommSeconds() - comm_before;
-  return sum / static_cast<double>(gb_ * T_);
+  return payload[0] / static_cast<double>(gb_ * T_);
 }
 
 Result<double> Trainer::Evaluate() {
+  Phase("eval");
   const int64_t available = data_->num_samples(Split::kEval);
   const int64_t want = std::min(available, cfg_.eval_steps * cfg_.per_device_batch_size);
   std::vector<int64_t> idx;
@@ -277,15 +417,32 @@ Result<double> Trainer::Evaluate() {
   }
   loss_sum /= mesh_->tensor();
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&loss_sum, 1));
+  Phase("train");
   return loss_sum / static_cast<double>(want * T_);
 }
 
-Result<TrainSummary> Trainer::Run() {
-  TrainSummary s;
+// fail_at_step: rehearse a failure of rank fail_rank right after that step.
+Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
+  if (cfg_.fail_at_step != done || ctx_.rank != cfg_.fail_rank || !ctx_.inject_failure) return Status::OK();
+  LOG_WARN("fail_at_step={}: injecting a failure ({}) on rank {}", done, cfg_.fail_mode, ctx_.rank);
+  if (cfg_.fail_mode == "kill") ::raise(SIGKILL);
+  if (cfg_.fail_mode == "hang") ::raise(SIGSTOP);  // resumes only if someone sends SIGCONT
+  if (cfg_.fail_mode == "preempt") {
+    ::raise(SIGTERM);  // the process's handler turns it into a preemption notice
+    return Status::OK();
+  }
+  if (cfg_.fail_mode != "exit") return Status::OK();
+  out->injected_exit = true;
+  return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
+}
+
+Status Trainer::Run(GenerationResult* out) {
+  TrainSummary& s = out->summary;
   s.run_dir = run_dir_;
   s.global_batch_size = gb_;
   s.micro_batches_per_step = MicroBatches(gb_);
   s.activation_bytes = model_->ActivationBytes();
+  out->start_step = start_step_;
   auto eval = [&](int64_t step) -> Status {
     ELASTRAIN_ASSIGN_OR_RETURN(double l, Evaluate());
     if (step == 0) s.first_eval_loss = l;
@@ -295,13 +452,17 @@ Result<TrainSummary> Trainer::Run() {
     if (!is_chief()) return Status::OK();
     return metrics_.Write({{"step", step}, {"eval_loss", l}, {"time", SecondsSince(start_)}});
   };
+  Phase("train");
   if (start_step_ == 0) ELASTRAIN_RETURN_IF_ERROR(eval(0));
   if (start_step_ >= cfg_.steps) LOG_INFO("resumed at step {} of {}: nothing left to train", start_step_, cfg_.steps);
   auto loop_start = Clock::now();
   double timed_seconds = 0;
   for (int64_t step = start_step_; step < cfg_.steps; ++step) {
+    if (ctx_.control.aborted && ctx_.control.aborted())
+      return Status::Unavailable(fmt::format("generation {} was aborted by the controller", ctx_.generation));
     auto t0 = Clock::now();
-    ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step));
+    int stop = 0;
+    ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
     const double dt = SecondsSince(t0);
     if (step > start_step_) timed_seconds += dt;  // the first step warms caches and thread pools
     if (step == start_step_) s.first_loss = loss;
@@ -309,20 +470,32 @@ Result<TrainSummary> Trainer::Run() {
     const int64_t done = step + 1;
     if (!std::isfinite(loss))
       return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
-    ckpt::DataState data{static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
-    ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, data));
+    if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallNow()});
+    ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, DataStateAt(done)));
     stall += ckpt_->take_snapshot_wait();
     ckpt_wait_ = ckpt_->last_wait_seconds();
-    if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_)
+    if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop)
       ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));
     const double elapsed = SecondsSince(loop_start);
     const int64_t run_steps = done - start_step_;
     if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / run_steps * (cfg_.steps - done));
-    if (cfg_.fail_at_step == done && ctx_.rank == 0)
-      return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
+    ELASTRAIN_RETURN_IF_ERROR(MaybeInjectFailure(done, out));
+    if (stop && done < cfg_.steps) {
+      // Every rank saw the same bits: save this step (unless it was just saved) and leave.
+      Phase("checkpoint");
+      progress_.Finish();
+      LOG_INFO("stopping after step {} ({})", done, DescribeStopReasons(stop));
+      ELASTRAIN_RETURN_IF_ERROR(ckpt_->SaveNow(done, DataStateAt(done)).status());
+      ELASTRAIN_RETURN_IF_ERROR(ckpt_->Flush());
+      out->stop_reasons = stop;
+      out->completed_step = done;
+      clean_exit_ = true;
+      return Status::OK();
+    }
     if (cfg_.eval_interval > 0 && done % cfg_.eval_interval == 0 && done != cfg_.steps)
       ELASTRAIN_RETURN_IF_ERROR(eval(done));
   }
+  Phase("checkpoint");
   ELASTRAIN_RETURN_IF_ERROR(ckpt_->Flush());
   ELASTRAIN_RETURN_IF_ERROR(eval(cfg_.steps));
   progress_.Finish();
@@ -332,8 +505,31 @@ Result<TrainSummary> Trainer::Run() {
   s.tokens_per_sec = static_cast<double>(timed_steps * gb_ * T_) / timed_seconds;
   s.mfu = s.tokens_per_sec * flops_per_token_ / peak_flops_;
   s.wall_seconds = SecondsSince(start_);
+  if (start_step_ > 0 && is_chief()) FirstLossesFromMetrics(&s);
   ELASTRAIN_RETURN_IF_ERROR(WriteSummary(s));
-  return s;
+  out->completed = true;
+  out->completed_step = completed_step_;
+  clean_exit_ = true;
+  return Status::OK();
+}
+
+// A run that resumed (or a later generation) did not see the first losses itself: the
+// run's metrics.jsonl has them.
+void Trainer::FirstLossesFromMetrics(TrainSummary* s) const {
+  auto text = ReadFile(run_dir_ + "/metrics.jsonl");
+  if (!text.ok()) return;
+  bool loss = false, eval = false;
+  size_t begin = 0;
+  const std::string& t = text.value();
+  while (begin < t.size() && !(loss && eval)) {
+    size_t end = t.find('\n', begin);
+    if (end == std::string::npos) end = t.size();
+    auto j = nlohmann::json::parse(t.begin() + begin, t.begin() + end, nullptr, false);
+    begin = end + 1;
+    if (!j.is_object()) continue;
+    if (!loss && j.contains("loss")) s->first_loss = j["loss"].get<double>(), loss = true;
+    if (!eval && j.contains("eval_loss")) s->first_eval_loss = j["eval_loss"].get<double>(), eval = true;
+  }
 }
 
 Status Trainer::WriteSummary(const TrainSummary& s) {
@@ -356,6 +552,7 @@ Status Trainer::WriteSummary(const TrainSummary& s) {
                       {"mfu", s.mfu},
                       {"wall_seconds", s.wall_seconds},
                       {"world_size", ctx_.world},
+                      {"generation", ctx_.generation},
                       {"mesh", mesh_->ToString()}};
   return WriteFileAtomic(run_dir_ + "/summary.json", j.dump(2) + "\n");
 }
@@ -377,29 +574,47 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
                          {"checkpoint_wait", ckpt_wait_},
                          {"tokens_per_sec", tps},
                          {"mfu", mfu},
-                         {"time", SecondsSince(start_)}});
+                         {"generation", ctx_.generation},
+                         {"world_size", ctx_.world},
+                         {"time", SecondsSince(start_)},
+                         {"wall_time", WallNow()}});
 }
 }  // namespace
 
-Result<Mesh> ResolveMeshForConfig(const TrainConfig& c) {
+GenerationResult RunGeneration(const TrainConfig& cfg, const WorkerContext& ctx) {
+  GenerationResult out;
+  Trainer t(cfg, ctx);
+  out.status = t.Setup();
+  if (out.status.ok()) out.status = t.Restore();
+  if (out.status.ok()) out.status = t.Run(&out);
+  out.start_step = t.start_step();
+  out.completed_step = t.completed_step();
+  t.ExportReplica();
+  return out;
+}
+
+Result<TrainSummary> Train(const TrainConfig& cfg) {
+  SetComputeThreads(static_cast<int>(cfg.threads_per_worker));
+  WorkerContext ctx;
+  ctx.world = 1;
+  GenerationResult r = RunGeneration(cfg, ctx);
+  if (!r.status.ok()) return r.status;
+  return r.summary;
+}
+
+Result<Mesh> ResolveMeshForConfig(const TrainConfig& c, int64_t workers) {
   AutoMeshBudget budget;
-  budget.memory_bytes_per_worker = AvailableMemoryBytes() / c.num_workers;
+  budget.memory_bytes_per_worker = AvailableMemoryBytes() / workers;
   budget.batch_rows = c.per_device_batch_size;
   budget.seq_len = c.max_target_length;
   budget.remat_full = c.remat_policy == "full";
-  return ResolveMesh(static_cast<int>(c.num_workers), c.ici_data_parallelism, c.ici_fsdp_parallelism,
+  return ResolveMesh(static_cast<int>(workers), c.ici_data_parallelism, c.ici_fsdp_parallelism,
                      c.ici_tensor_parallelism, c.model, budget);
 }
 
-int64_t GlobalBatchSize(const TrainConfig& cfg, int64_t workers) {
+int64_t GlobalBatchSize(const TrainConfig& cfg) {
   if (cfg.global_batch_size > 0) return cfg.global_batch_size;
-  return cfg.per_device_batch_size * workers * cfg.gradient_accumulation_steps;
-}
-
-Result<TrainSummary> Train(const TrainConfig& cfg, const WorkerContext& ctx) {
-  Trainer t(cfg, ctx);
-  ELASTRAIN_RETURN_IF_ERROR(t.Setup());
-  return t.Run();
+  return cfg.per_device_batch_size * cfg.max_workers * cfg.gradient_accumulation_steps;
 }
 
 }  // namespace elastrain

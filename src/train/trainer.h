@@ -1,16 +1,26 @@
-// The worker's training loop on one process: fetch batch -> forward -> backward ->
-// (accumulate) -> clip -> AdamW -> report. Later issues split the batch over ranks;
-// the step already works in terms of the fixed global batch and a rank's share of it.
+// The worker's training loop: fetch batch -> forward -> backward -> reduce gradients ->
+// clip -> AdamW -> report, for one *generation*: a fixed set of ranks on one mesh, from a
+// restored state until the last step, a stop at a step boundary, or a failure.
+// `elastrain train` with one worker runs a single generation in its own process; the
+// elastic worker (elastic/worker.h) runs one generation after another in one process and
+// keeps the training state in memory between them.
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "comm/mesh.h"
 #include "common/status.h"
 #include "config/config.h"
+#include "train/stop_reason.h"
+
+namespace gloo::rendezvous {
+class Store;
+}  // namespace gloo::rendezvous
 
 namespace elastrain {
 
@@ -27,29 +37,96 @@ struct TrainSummary {
   size_t activation_bytes = 0;
 };
 
-// Where a rank stands among the workers of one generation.
+// A full copy of the training state (parameters and both AdamW moments, global layout)
+// that a worker keeps in memory between generations. Only pure data-parallel meshes
+// (fsdp = tensor = 1) hold one: every rank then owns the whole state.
+struct Replica {
+  int64_t step = -1;  // steps done; -1: holds nothing
+  std::vector<float> params, adam_m, adam_v;
+  bool valid() const { return step >= 0; }
+};
+
+// Where a generation's state comes from.
+struct RestoreSpec {
+  enum class Kind {
+    kCheckpoint,  // the run's latest committed checkpoint, else load_*_path, else fresh
+    kMemory,      // the replica of `source_rank` at `step`, sent to ranks that lack it;
+                  // falls back to kCheckpoint if a newer checkpoint was committed meanwhile
+  };
+  Kind kind = Kind::kCheckpoint;
+  int source_rank = 0;
+  int64_t step = 0;
+};
+
+// What a step reports to whoever runs the generation.
+struct StepReport {
+  int64_t step = 0;        // steps done
+  int64_t start_step = 0;  // the step this generation started from
+  double loss = 0;
+  double step_seconds = 0;
+  double wall_time = 0;    // seconds since the epoch when the step completed
+};
+
+// Hooks between the trainer and the elastic worker; every one is optional.
+struct GenerationControl {
+  // Polled once per step, before the step's last collective, with the step number it
+  // would complete: the StopReason bits this rank asks for. The ranks OR their bits in
+  // that collective, so all stop after the same step.
+  std::function<int(int64_t step)> stop_reasons;
+  // True when the generation must end at once, without agreement (its plan is gone).
+  std::function<bool()> aborted;
+  std::function<void(const StepReport&)> on_step;
+  std::function<void(const std::string& phase)> on_phase;  // setup, restore, train, eval, checkpoint
+  std::function<void(int64_t step)> on_checkpoint;          // chief: a checkpoint of `step` committed
+};
+
+// Where a rank stands in its generation.
 struct WorkerContext {
   int rank = 0;
-  int world = 1;                   // must equal cfg.num_workers
-  std::string rendezvous_dir;      // the file store (world > 1)
+  int world = 1;                   // the generation's world size
+  int64_t generation = 0;
+  std::string rendezvous_dir;      // file store (embedded mode), when `store` is null
+  std::shared_ptr<gloo::rendezvous::Store> store;  // etcd-backed Gloo store (cluster mode)
   std::string prefix = "gen/0";    // key prefix of this generation's groups
+  std::string bind_address = "127.0.0.1";  // interface the Gloo transport binds
+  std::optional<Mesh> mesh;        // the plan's mesh; unset: resolved from the config
+  RestoreSpec restore;
+  Replica* replica = nullptr;      // in: this rank's replica (may be invalid); out: the state at the end
+  GenerationControl control;
+  bool inject_failure = true;      // fail_at_step is armed in this generation
+  double peak_flops = 0;           // > 0: the MFU denominator measured once per process
   // Names lost peers when a collective fails, e.g. "rank 2 (pid 1234) is gone".
   std::function<std::string()> describe_lost_peers;
 };
 
-// Trains as configured, writing <base_output_directory>/<run_name>/ (config.yml,
-// metrics.jsonl, train.log and summary.json from rank 0). Fails early, before
-// allocating, when the model and its optimizer state cannot fit in this machine's
-// memory. With world > 1 every rank calls this in its own process.
-Result<TrainSummary> Train(const TrainConfig& cfg, const WorkerContext& ctx = {});
+struct GenerationResult {
+  Status status;                 // not ok: the generation failed (the state is still consistent)
+  bool completed = false;        // trained through the last step
+  int stop_reasons = 0;          // StopReason bits when it stopped early at a step boundary
+  int64_t start_step = 0;        // the step it restored
+  int64_t completed_step = 0;    // steps done when it ended (on failure too)
+  bool injected_exit = false;    // fail_at_step (fail_mode=exit) fired: the process should exit 1
+  TrainSummary summary;          // when completed
+};
 
-// The mesh of cfg.num_workers ranks from the ici_* keys (or the automatic rule with
-// this machine's memory shared among the workers).
-Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg);
+// Runs one generation as rank ctx.rank of ctx.world. With world > 1 every rank calls this
+// in its own process. Fails early, before allocating, when the model and its optimizer
+// state cannot fit in this machine's memory (status OutOfMemory). Writes
+// <base_output_directory>/<run_name>/ (config.yml, metrics.jsonl, train.log,
+// events.jsonl, summary.json from rank 0).
+GenerationResult RunGeneration(const TrainConfig& cfg, const WorkerContext& ctx);
 
-// The global batch: global_batch_size, or (MaxText's rule) per_device_batch_size *
-// workers * gradient_accumulation_steps when it is 0. It splits over data x fsdp;
-// tensor peers share their rows.
-int64_t GlobalBatchSize(const TrainConfig& cfg, int64_t workers);
+// One generation of one process: `elastrain train` with num_workers=1.
+Result<TrainSummary> Train(const TrainConfig& cfg);
+
+// The mesh of `workers` ranks from the ici_* keys (or the automatic rule with this
+// machine's memory shared among the workers).
+Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg, int64_t workers);
+inline Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg) { return ResolveMeshForConfig(cfg, cfg.num_workers); }
+
+// The global batch, fixed for the whole job whatever the world size: global_batch_size,
+// or (MaxText's rule) per_device_batch_size * max_workers * gradient_accumulation_steps
+// when it is 0.
+int64_t GlobalBatchSize(const TrainConfig& cfg);
 
 }  // namespace elastrain

@@ -293,7 +293,7 @@ TEST(ConfigValidate, EachRuleNamesKeyAndValue) {
       {"eval_split_fraction=0", "eval_split_fraction=0: expected a number in (0, 0.5]"},
       {"eval_split_fraction=0.6", "eval_split_fraction=0.6: expected a number in (0, 0.5]"},
       {"eval_steps=0", "eval_steps=0: expected a positive integer"},
-      {"num_threads=-1", "num_threads=-1: expected an integer >= 0"},
+      {"threads_per_worker=-1", "threads_per_worker=-1: expected an integer >= 0"},
       {"gemm_backend=mkl", "gemm_backend=mkl: expected one of onednn, openblas"},
       {"log_level=verbose", "log_level=verbose: expected one of trace, debug, info, warn, error"},
       {"run_name=", "run_name=: expected a non-empty name"},

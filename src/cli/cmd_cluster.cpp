@@ -1,0 +1,286 @@
+// Cluster mode and job control:
+//   elastrain head --store etcd://HOST:PORT [--host H] [--port P]
+//   elastrain agent --store etcd://HOST:PORT --slots K [--id ID] [--host-name N] [--address IP]
+//   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
+//   elastrain status [--head URL | --run-dir DIR] [--json]
+//   elastrain stop   [--head URL | --run-dir DIR]
+//   elastrain chaos  kill|hang --rank R | kill --host H  [--head URL | --run-dir DIR]
+// The job commands talk to the controller's HTTP API (monitor/job_api.h): an
+// `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url.
+#include <httplib.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "cli/commands.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "elastic/agent.h"
+#include "elastic/controller.h"
+#include "elastic/exit_codes.h"
+#include "monitor/job_api.h"
+#include "store/store.h"
+
+namespace elastrain {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kDefaultHead[] = "http://127.0.0.1:8265";
+constexpr int kHttpTimeoutSeconds = 10;
+
+std::atomic<bool> g_stop{false};
+Agent* g_agent = nullptr;
+void OnStopSignal(int) { g_stop = true; }
+void OnAgentSignal(int) {
+  if (g_agent) g_agent->Preempt();
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+}
+void InstallSignals(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+// Parses argv with CLI11; returns -1 to go on, else the exit code (help or bad usage).
+int Parse(CLI::App& app, const std::string& name, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector in reverse order
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return kExitSuccess;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "elastrain %s: error: %s (see elastrain %s --help)\n", name.c_str(), e.what(), name.c_str());
+    return kExitBadConfig;
+  }
+  return -1;
+}
+
+// --head URL, or the URL the run at --run-dir wrote, or the default.
+Result<std::string> HeadUrl(const std::string& head, const std::string& run_dir) {
+  if (!head.empty()) return head;
+  if (run_dir.empty()) return std::string(kDefaultHead);
+  auto text = ReadFile(run_dir + "/head_url");
+  if (!text.ok())
+    return Status::NotFound(fmt::format("--run-dir {}: no head_url there (is the job running? expected {}/head_url)",
+                                        run_dir, run_dir));
+  std::string url = text.value();
+  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
+  return url;
+}
+
+// One request to the head; the JSON answer, or the error it names.
+Result<nlohmann::json> Call(const std::string& url, const std::string& method, const std::string& path,
+                            const nlohmann::json& body = nlohmann::json::object()) {
+  httplib::Client cli(url);
+  cli.set_connection_timeout(kHttpTimeoutSeconds);
+  cli.set_read_timeout(kHttpTimeoutSeconds);
+  auto res = method == "GET" ? cli.Get(path) : cli.Post(path, body.dump(), "application/json");
+  if (!res)
+    return Status::Unavailable(fmt::format("cannot reach the head at {} ({}); is `elastrain head` or "
+                                           "`elastrain train` running? (--head URL, --run-dir DIR)",
+                                           url, httplib::to_string(res.error())));
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != 200) {
+    const std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
+    if (res->status == 400) return Status::InvalidArgument(msg);
+    if (res->status == 404) return Status::NotFound(msg);
+    if (res->status == 409) return Status::FailedPrecondition(msg);
+    return Status::Internal(fmt::format("{} {}{}: HTTP {}: {}", method, url, path, res->status, msg));
+  }
+  if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
+  return j;
+}
+
+void PrintStatus(const nlohmann::json& j) {
+  std::printf("job %s: %s\n", j.value("job", "").c_str(), j.value("state", "").c_str());
+  std::printf("  %s\n", j.value("reason", "").c_str());
+  std::printf("  generation %lld, %d workers (num_workers=%s), step %lld of %lld\n",
+              static_cast<long long>(j.value("generation", int64_t{-1})), j.value("world", 0),
+              j.value("num_workers", "").c_str(), static_cast<long long>(j.value("step", int64_t{0})),
+              static_cast<long long>(j.value("steps", int64_t{0})));
+  std::printf("  failures %lld (max_failures=%lld), restarts %lld, latest checkpoint step %lld\n",
+              static_cast<long long>(j.value("failures", int64_t{0})),
+              static_cast<long long>(j.value("max_failures", int64_t{0})),
+              static_cast<long long>(j.value("restarts", int64_t{0})),
+              static_cast<long long>(j.value("latest_checkpoint_step", int64_t{-1})));
+  std::printf("  run directory %s\n", j.value("run_dir", "").c_str());
+  if (j.contains("ranks") && !j["ranks"].empty()) {
+    std::printf("  %-5s %-16s %-8s %-7s %-10s %s\n", "RANK", "HOST", "PID", "STEP", "PHASE", "WORKER");
+    for (const auto& r : j["ranks"])
+      std::printf("  %-5d %-16s %-8d %-7lld %-10s %s\n", r.value("rank", -1), r.value("host", "").c_str(),
+                  r.value("pid", 0), static_cast<long long>(r.value("step", int64_t{-1})),
+                  r.value("phase", "").c_str(), r.value("worker", "").c_str());
+  }
+  std::printf("  %d agents, %d idle workers\n", static_cast<int>(j.value("agents", nlohmann::json::array()).size()),
+              j.value("idle_workers", 0));
+}
+
+int ExitCodeForState(const std::string& state) {
+  if (state == "SUCCEEDED") return kExitSuccess;
+  if (state == "STOPPED") return kExitStopped;
+  return kExitFailure;
+}
+
+}  // namespace
+
+int RunHeadCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain head: the controller of cluster mode, with its HTTP API"};
+  std::string store_url, host = "127.0.0.1";
+  int port = 8265;
+  app.add_option("--store", store_url, "etcd://HOST:PORT (memory:// for a throwaway head)")->required();
+  app.add_option("--host", host, "address the HTTP API listens on");
+  app.add_option("--port", port, "port of the HTTP API (0: any free port)");
+  if (int rc = Parse(app, "head", args); rc >= 0) return rc;
+  auto store = OpenStore(store_url);
+  if (!store.ok()) return FailCommand("head", store.status());
+  JobApiServer api(store.value(), /*embedded=*/false);
+  auto url = api.Start(host, port);
+  if (!url.ok()) return FailCommand("head", url.status());
+  std::printf("elastrain head: API at %s, store %s\n", url->c_str(), store_url.c_str());
+  std::fflush(stdout);
+  InstallSignals(OnStopSignal);
+  Controller controller(store.value());
+  while (!g_stop) {
+    auto rec = controller.RunJob(g_stop);
+    if (!rec.ok()) {
+      if (g_stop) break;
+      LOG_WARN("controller: {}", rec.status().message());
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    LOG_INFO("job {} ended: {}: {}", rec->job_id, rec->state, rec->reason);
+  }
+  api.Stop();
+  return kExitSuccess;
+}
+
+int RunAgentCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain agent: runs the workers of this host"};
+  std::string store_url;
+  AgentOptions opt;
+  double lease_seconds = kDefaultAgentLeaseTtl.count() / 1000.0;
+  app.add_option("--store", store_url, "etcd://HOST:PORT")->required();
+  app.add_option("--slots", opt.slots, "worker processes on this host")->required()->check(CLI::Range(1, 4096));
+  app.add_option("--id", opt.id, "agent id, unique among live agents (default: <host>-<pid>)");
+  app.add_option("--host-name", opt.host, "this host's name for placement and messages (default: hostname)");
+  app.add_option("--address", opt.address, "address the workers bind and peers reach (Gloo)");
+  app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
+      ->check(CLI::Range(0.5, 3600.0));
+  if (int rc = Parse(app, "agent", args); rc >= 0) return rc;
+  opt.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(lease_seconds * 1000));
+  auto store = OpenStore(store_url);
+  if (!store.ok()) return FailCommand("agent", store.status());
+  Agent agent(store.value(), opt);
+  g_agent = &agent;
+  InstallSignals(OnAgentSignal);
+  auto end = agent.Run();
+  g_agent = nullptr;
+  if (!end.ok()) return FailCommand("agent", end.status());
+  return end.value() == AgentEnd::kPreempted ? kExitPreempted : kExitSuccess;
+}
+
+int RunSubmitCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain submit: submit a training job to a head"};
+  std::string head;
+  bool wait = false;
+  std::vector<std::string> config_args;
+  app.add_option("--head", head, std::string("the head's URL (default ") + kDefaultHead + ")");
+  app.add_flag("--wait", wait, "wait for the job to end; exit with its outcome (0, 1, or 4 if stopped)");
+  app.add_option("config", config_args, "[CONFIG.yml] [key=value ...] as for elastrain train");
+  if (int rc = Parse(app, "submit", args); rc >= 0) return rc;
+  auto cfg = LoadConfigFromArgs(config_args);
+  if (!cfg.ok()) return FailCommand("submit", cfg.status());
+  // Paths are the submitter's: make them absolute for the agents (a shared filesystem).
+  std::error_code ec;
+  for (std::string* p : {&cfg->base_output_directory, &cfg->dataset_path, &cfg->tokenizer_path})
+    if (!p->empty()) *p = fs::absolute(*p, ec).lexically_normal().string();
+  const std::string url = head.empty() ? kDefaultHead : head;
+  auto res = Call(url, "POST", "/api/v1/jobs", {{"config_yaml", ConfigToYaml(cfg.value())}});
+  if (!res.ok()) return FailCommand("submit", res.status());
+  std::printf("submitted job %s (run directory %s)\n", res->value("job_id", "").c_str(),
+              res->value("run_dir", "").c_str());
+  std::fflush(stdout);
+  if (!wait) return kExitSuccess;
+  const std::string job = res->value("job_id", "");
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto st = Call(url, "GET", "/api/v1/job");
+    if (!st.ok()) continue;  // the head may be restarting
+    if (st->value("job", "") != job) return FailCommand("submit", Status::Internal("the head now runs another job"));
+    const std::string state = st->value("state", "");
+    if (state == "SUCCEEDED" || state == "FAILED" || state == "STOPPED") {
+      std::printf("job %s %s: %s\n", job.c_str(), state.c_str(), st->value("reason", "").c_str());
+      return ExitCodeForState(state);
+    }
+  }
+}
+
+int RunStatusCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain status: the job's state, generation, world size, step and ranks"};
+  std::string head, run_dir;
+  bool json = false;
+  app.add_option("--head", head, "the head's URL");
+  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
+  app.add_flag("--json", json, "print the status as JSON");
+  if (int rc = Parse(app, "status", args); rc >= 0) return rc;
+  auto url = HeadUrl(head, run_dir);
+  if (!url.ok()) return FailCommand("status", url.status());
+  auto st = Call(url.value(), "GET", "/api/v1/job");
+  if (!st.ok()) return FailCommand("status", st.status());
+  if (json) std::printf("%s\n", st->dump(2).c_str());
+  else PrintStatus(st.value());
+  return kExitSuccess;
+}
+
+int RunStopCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain stop: save a checkpoint and stop the job"};
+  std::string head, run_dir;
+  app.add_option("--head", head, "the head's URL");
+  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
+  if (int rc = Parse(app, "stop", args); rc >= 0) return rc;
+  auto url = HeadUrl(head, run_dir);
+  if (!url.ok()) return FailCommand("stop", url.status());
+  auto st = Call(url.value(), "POST", "/api/v1/stop");
+  if (!st.ok()) return FailCommand("stop", st.status());
+  std::printf("stop requested: the job saves a checkpoint after its current step and ends STOPPED\n");
+  return kExitSuccess;
+}
+
+int RunChaosCommand(const std::vector<std::string>& args) {
+  CLI::App app{"elastrain chaos: rehearse a failure of a running job"};
+  std::string head, run_dir, action, host;
+  int rank = -1;
+  app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP)")->required()->check(CLI::IsMember({"kill", "hang"}));
+  app.add_option("--rank", rank, "the rank of the current generation");
+  app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
+  app.add_option("--head", head, "the head's URL");
+  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
+  if (int rc = Parse(app, "chaos", args); rc >= 0) return rc;
+  if ((rank < 0) == host.empty())
+    return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
+  if (!host.empty() && action != "kill")
+    return FailCommand("chaos", Status::InvalidArgument("--host goes with kill (a lost host), not " + action));
+  auto url = HeadUrl(head, run_dir);
+  if (!url.ok()) return FailCommand("chaos", url.status());
+  nlohmann::json body = {{"action", host.empty() ? action : "host"}, {"rank", rank}, {"host", host}};
+  auto st = Call(url.value(), "POST", "/api/v1/chaos", body);
+  if (!st.ok()) return FailCommand("chaos", st.status());
+  std::printf("chaos: %s %s\n", action.c_str(), host.empty() ? fmt::format("rank {}", rank).c_str() : host.c_str());
+  return kExitSuccess;
+}
+
+}  // namespace elastrain

@@ -1,0 +1,71 @@
+// The node agent: one per host. It registers in the store with a lease (its liveness),
+// keeps one worker process per slot while a job runs (a pool: the controller assigns
+// ranks to idle workers, and a dead worker's slot gets a fresh process in the
+// background, off the recovery's critical path), delivers each generation's plan to
+// its workers, and reports their state and exits.
+//
+// Failure detection, all local and immediate:
+//   a worker's death closes its channel (elastic/channel.h): seen within one poll;
+//   a worker that sends nothing for worker_heartbeat_timeout (stopped, frozen) is
+//   SIGKILLed and reported as hung;
+//   a worker still running an old generation after the grace is killed as a straggler.
+// Exit kinds in reports: failure (counted by the controller), preempted (exit code 3:
+// not counted), hung, ended (stopped by the agent: shutdown or straggler), success.
+//
+// A preemption notice for the whole host (SIGTERM or SIGINT to `elastrain agent`, or
+// Preempt()) forwards SIGTERM to every worker, waits up to preemption_notice_seconds for
+// them to save and leave, records them under elastrain/departed/<id> and deregisters.
+//
+// Threading: Run() owns all state and must stay on the thread that spawns the workers
+// (PR_SET_PDEATHSIG is tied to that thread). Preempt() and RequestStop() may be called
+// from any thread or a signal handler.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "store/store.h"
+
+namespace elastrain {
+
+// How long an agent's registration outlives its last keep-alive.
+inline constexpr std::chrono::milliseconds kDefaultAgentLeaseTtl{3000};
+
+struct AgentOptions {
+  std::string id;                    // unique among live agents; empty: "<host>-<pid>"
+  std::string host;                  // empty: this machine's host name
+  std::string address = "127.0.0.1"; // where its workers bind for Gloo
+  int slots = 1;                     // worker processes
+  std::chrono::milliseconds lease_ttl = kDefaultAgentLeaseTtl;
+  bool exit_when_job_ends = false;   // embedded mode: Run returns once the job is over
+};
+
+// How Run ended.
+enum class AgentEnd { kStopped, kJobEnded, kPreempted };
+
+class Agent {
+ public:
+  Agent(std::shared_ptr<Store> store, AgentOptions opt);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Until RequestStop(), a preemption has been carried out, or (exit_when_job_ends)
+  // the job is over. Kills its workers before returning.
+  Result<AgentEnd> Run();
+  void RequestStop() { stop_ = true; }
+  void Preempt() { preempt_ = true; }
+  const AgentOptions& options() const { return opt_; }
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Store> store_;
+  AgentOptions opt_;
+  std::atomic<bool> stop_{false}, preempt_{false};
+};
+
+}  // namespace elastrain

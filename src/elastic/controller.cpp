@@ -1,0 +1,277 @@
+#include "elastic/controller.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/files.h"
+#include "common/log.h"
+#include "elastic/job_state.h"
+#include "elastic/policy.h"
+#include "train/events.h"
+#include "train/trainer.h"
+
+namespace elastrain {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
+  auto current = ReadRecord<JobRecord>(store, keys::JobRecord());
+  auto spec_now = ReadRecord<JobSpec>(store, keys::JobSpec());
+  if (!current.ok()) return current.status();
+  if (!spec_now.ok()) return spec_now.status();
+  if (current.value() && spec_now.value() && current.value()->job_id == spec_now.value()->job_id) {
+    auto st = ParseJobState(current.value()->state);
+    if (st.ok() && !IsTerminal(st.value()))
+      return Status::FailedPrecondition(fmt::format("job {} is {} in {}; stop it first (elastrain stop)",
+                                                    current.value()->job_id, current.value()->state, store.url()));
+  }
+  // The global batch is part of the job, whatever the world size of each generation.
+  cfg.global_batch_size = GlobalBatchSize(cfg);
+  std::error_code ec;
+  cfg.base_output_directory = fs::absolute(cfg.base_output_directory, ec).lexically_normal().string();
+  JobSpec spec;
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
+  spec.job_id = fmt::format("{}-{}-{}", cfg.run_name, stamp, ::getpid() % 10000);
+  spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
+  spec.config_yaml = ConfigToYaml(cfg);
+  spec.submitted_at = WallSeconds();
+  for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
+    ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
+  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));
+  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::kRoot + "commands/"));
+  ELASTRAIN_RETURN_IF_ERROR(store.Put(keys::JobSpec(), ToJson(spec)).status());
+  return spec;
+}
+
+class Controller::Impl {
+ public:
+  Impl(std::shared_ptr<Store> store, ControllerOptions opt) : store_(std::move(store)), opt_(opt) {}
+  ~Impl() {
+    if (lease_) (void)store_->RevokeLease(lease_);
+  }
+  Result<JobRecord> RunJob(const std::atomic<bool>& stop);
+
+ private:
+  Status AcquireLeadership(const std::atomic<bool>& stop);
+  void KeepLeadership();
+  Result<Observation> Observe(int64_t* plan_revision);
+  // Carries out a decision; false when the plan's compare-and-swap lost (observe again).
+  Result<bool> Apply(const Decision& d, int64_t plan_revision);
+  void CleanUpRendezvous(int64_t below_generation);
+
+  std::shared_ptr<Store> store_;
+  ControllerOptions opt_;
+  LeaseId lease_ = 0;
+  Clock::time_point last_keepalive_;
+  JobSpec spec_;
+  JobSettings settings_;
+  JobRecord record_;
+  std::string record_json_;
+  EventLog events_;
+  int64_t command_serial_ = 0;
+};
+
+Status Controller::Impl::AcquireLeadership(const std::atomic<bool>& stop) {
+  bool waited = false;
+  while (!stop) {
+    ELASTRAIN_ASSIGN_OR_RETURN(lease_, store_->GrantLease(opt_.leader_ttl));
+    const std::string me = fmt::format("{{\"pid\":{},\"since\":{}}}", ::getpid(), WallSeconds());
+    ELASTRAIN_ASSIGN_OR_RETURN(bool won, store_->CompareAndSwap(keys::Head(), 0, me, lease_));
+    if (won) {
+      last_keepalive_ = Clock::now();
+      if (waited) LOG_INFO("controller: took over as head");
+      return Status::OK();
+    }
+    (void)store_->RevokeLease(lease_);
+    lease_ = 0;
+    if (!waited) LOG_INFO("controller: another head holds {}; waiting for its lease to expire", keys::Head());
+    waited = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status::Unavailable("controller: stopped while waiting to become the head");
+}
+
+void Controller::Impl::KeepLeadership() {
+  if (Clock::now() - last_keepalive_ < opt_.leader_ttl / 3) return;
+  last_keepalive_ = Clock::now();
+  Status st = store_->KeepAlive(lease_);
+  if (st.ok()) return;
+  LOG_WARN("controller: lost the head lease ({}); taking it again", st.message());
+  const std::string me = fmt::format("{{\"pid\":{},\"since\":{}}}", ::getpid(), WallSeconds());
+  auto lease = store_->GrantLease(opt_.leader_ttl);
+  if (!lease.ok()) return;
+  lease_ = lease.value();
+  (void)store_->CompareAndSwap(keys::Head(), 0, me, lease_);
+}
+
+Result<Observation> Controller::Impl::Observe(int64_t* plan_revision) {
+  Observation obs;
+  obs.now = WallSeconds();
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> agents, store_->List(keys::AgentsPrefix()));
+  std::map<std::string, std::string> host_of;
+  for (const KeyValue& kv : agents) {
+    AgentInfo a;
+    if (!FromJson(kv.value, &a).ok()) continue;
+    host_of[a.id] = a.host;
+    obs.agents.push_back(std::move(a));
+  }
+  auto add_reports = [&](const std::string& prefix, bool departed) -> Status {
+    ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> reports, store_->List(prefix));
+    for (const KeyValue& kv : reports) {
+      AgentReport rep;
+      if (!FromJson(kv.value, &rep).ok()) continue;
+      if (!departed) obs.reported.push_back(rep.agent);
+      for (WorkerRecord& w : rep.workers) {
+        ObservedWorker ow;
+        ow.rec = std::move(w);
+        ow.agent = rep.agent;
+        ow.host = host_of.count(rep.agent) ? host_of[rep.agent] : "";
+        ow.departed = departed;
+        obs.workers.push_back(std::move(ow));
+      }
+    }
+    return Status::OK();
+  };
+  ELASTRAIN_RETURN_IF_ERROR(add_reports(keys::ReportsPrefix(), false));
+  ELASTRAIN_RETURN_IF_ERROR(add_reports(keys::DepartedPrefix(), true));
+  ELASTRAIN_ASSIGN_OR_RETURN(obs.plan, ReadRecord<Plan>(*store_, keys::JobPlan(), plan_revision));
+  if (obs.plan && obs.plan->job_id != spec_.job_id) obs.plan.reset();
+  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobControl> control, ReadRecord<JobControl>(*store_, keys::JobControl()));
+  obs.stop_requested = control && control->stop;
+  return obs;
+}
+
+void Controller::Impl::CleanUpRendezvous(int64_t below) {
+  // Keys of generations that are over would only accumulate.
+  for (int64_t g = std::max<int64_t>(0, below - 3); g < below; ++g) {
+    if (settings_.rendezvous.rfind("file:", 0) == 0) {
+      std::error_code ec;
+      fs::remove_all(fs::path(settings_.rendezvous.substr(5)) / "gen" / std::to_string(g), ec);
+    } else {
+      (void)store_->DeletePrefix(fmt::format("{}/gen/{}/", keys::Rendezvous(spec_.job_id), g));
+    }
+  }
+}
+
+Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
+  if (d.plan) {
+    ELASTRAIN_ASSIGN_OR_RETURN(bool won, store_->CompareAndSwap(keys::JobPlan(), plan_revision, ToJson(*d.plan)));
+    if (!won) {
+      LOG_WARN("controller: the plan changed under it; deciding again");
+      return false;
+    }
+    (void)store_->DeletePrefix(keys::DepartedPrefix());  // read into this plan's decision
+  }
+  if (d.stop) ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(*d.stop)).status());
+  for (const auto& [agent, cmd] : d.commands)
+    ELASTRAIN_RETURN_IF_ERROR(
+        store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
+  for (const Event& e : d.events) {
+    events_.Emit(e.name, e.fields);
+    if (e.name == "job_state")
+      LOG_INFO("job {}: {} -> {}: {}", spec_.job_id, e.fields.value("from", ""), e.fields.value("to", ""),
+               e.fields.value("reason", ""));
+    else if (e.fields.contains("reason"))
+      LOG_INFO("job {}: {}: {}", spec_.job_id, e.name, e.fields.value("reason", ""));
+    else
+      LOG_INFO("job {}: {} {}", spec_.job_id, e.name, e.fields.dump());
+  }
+  record_ = d.record;
+  const std::string json = ToJson(record_);
+  if (json != record_json_) {
+    ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::JobRecord(), json).status());
+    record_json_ = json;
+  }
+  if (d.plan) CleanUpRendezvous(d.plan->generation);
+  return true;
+}
+
+Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
+  ELASTRAIN_RETURN_IF_ERROR(AcquireLeadership(stop));
+  // Wait for a job.
+  for (;;) {
+    if (stop) return Status::Unavailable("controller stopped before a job was submitted");
+    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(*store_, keys::JobSpec()));
+    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobRecord> rec, ReadRecord<JobRecord>(*store_, keys::JobRecord()));
+    const bool done = spec && rec && rec->job_id == spec->job_id && ParseJobState(rec->state).ok() &&
+                      IsTerminal(ParseJobState(rec->state).value());
+    if (spec && !done) {
+      spec_ = *spec;
+      record_ = rec && rec->job_id == spec->job_id ? *rec : JobRecord();
+      break;
+    }
+    KeepLeadership();
+    ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
+    (void)store_->WaitForChange(rev, opt_.tick * 5);
+  }
+  const bool resumed = !record_.job_id.empty();
+  record_.job_id = spec_.job_id;
+  (void)MakeDirs(spec_.run_dir);
+  ELASTRAIN_RETURN_IF_ERROR(events_.Open(spec_.run_dir + "/events.jsonl"));
+  auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
+  if (!cfg.ok()) {
+    record_.state = JobStateName(JobState::kFailed);
+    record_.reason = cfg.status().message();
+    (void)store_->Put(keys::JobRecord(), ToJson(record_));
+    return record_;
+  }
+  const std::string rendezvous =
+      store_->url().rfind("etcd://", 0) == 0 ? fmt::format("{}/{}", store_->url(), keys::Rendezvous(spec_.job_id))
+                                             : fmt::format("file:{}/rendezvous/{}", spec_.run_dir, spec_.job_id);
+  settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);
+  if (resumed) {
+    events_.Emit("controller_resumed", {{"source", "controller"}, {"job", spec_.job_id}, {"state", record_.state},
+                                        {"generation", record_.generation}, {"step", record_.step}});
+    LOG_INFO("controller: resuming job {} ({}, generation {}, step {})", spec_.job_id, record_.state,
+             record_.generation, record_.step);
+  } else {
+    events_.Emit("job_submitted", {{"source", "controller"}, {"job", spec_.job_id}, {"run_dir", spec_.run_dir},
+                                   {"num_workers", cfg->num_workers_spec}, {"max_failures", cfg->max_failures},
+                                   {"global_batch_size", cfg->global_batch_size}});
+    LOG_INFO("controller: job {} (num_workers={}, max_failures={}, run directory {})", spec_.job_id,
+             cfg->num_workers_spec, cfg->max_failures, spec_.run_dir);
+  }
+  record_json_.clear();
+  while (!stop) {
+    KeepLeadership();
+    ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
+    int64_t plan_revision = 0;
+    auto obs = Observe(&plan_revision);
+    if (!obs.ok()) {
+      LOG_WARN("controller: cannot read the store: {}", obs.status().message());
+      std::this_thread::sleep_for(opt_.tick);
+      continue;
+    }
+    const Decision d = Decide(record_, obs.value(), settings_);
+    auto applied = Apply(d, plan_revision);
+    if (!applied.ok()) {
+      LOG_WARN("controller: cannot write the store: {}", applied.status().message());
+      std::this_thread::sleep_for(opt_.tick);
+      continue;
+    }
+    if (!applied.value()) continue;
+    auto state = ParseJobState(record_.state);
+    if (state.ok() && IsTerminal(state.value())) {
+      (void)store_->DeletePrefix(keys::Rendezvous(spec_.job_id) + "/");
+      return record_;
+    }
+    if (d.plan || d.stop || !d.commands.empty()) continue;  // look again at once
+    (void)store_->WaitForChange(rev, opt_.tick);
+  }
+  return record_;
+}
+
+Controller::Controller(std::shared_ptr<Store> store, ControllerOptions opt)
+    : impl_(std::make_unique<Impl>(std::move(store), opt)) {}
+Controller::~Controller() = default;
+Result<JobRecord> Controller::RunJob(const std::atomic<bool>& stop) { return impl_->RunJob(stop); }
+
+}  // namespace elastrain

@@ -1,0 +1,53 @@
+// The controller: owns one job at a time in a store. A small executor around the pure
+// policy (elastic/policy.h): observe the store, Decide, write what was decided (the
+// plan with compare-and-swap, stop requests, agent commands, the job record), log
+// events to <run>/events.jsonl, wait for the next change. All of its state is the job
+// record in the store, so a controller that is killed and started again (`elastrain
+// head` restarted) resumes the job: workers keep training meanwhile, since they need
+// the controller only to change generations.
+//
+// One controller at a time: it holds elastrain/head with a lease (kDefaultLeaderTtl);
+// a second one waits for that lease to go.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "config/config.h"
+#include "elastic/protocol.h"
+#include "store/store.h"
+
+namespace elastrain {
+
+inline constexpr std::chrono::milliseconds kDefaultLeaderTtl{3000};
+// Longest pause between two decisions when nothing changes (timeouts are checked then).
+inline constexpr std::chrono::milliseconds kDefaultDecisionTick{100};
+
+// Writes a new job into the store: its config (global_batch_size fixed, the output
+// directory made absolute) under a fresh job id. FailedPrecondition when another job
+// is still running there. Clears the previous job's plan, requests and commands.
+Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg);
+
+struct ControllerOptions {
+  std::chrono::milliseconds leader_ttl = kDefaultLeaderTtl;
+  std::chrono::milliseconds tick = kDefaultDecisionTick;
+};
+
+class Controller {
+ public:
+  Controller(std::shared_ptr<Store> store, ControllerOptions opt = {});
+  ~Controller();
+  // Drives the job in the store until it reaches a terminal state, and returns its
+  // record; or returns early (the job still running) once `stop` is set. Waits for a
+  // job to be submitted, and for the leader lock, first.
+  Result<JobRecord> RunJob(const std::atomic<bool>& stop);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace elastrain

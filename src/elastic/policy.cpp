@@ -1,0 +1,507 @@
+#include "elastic/policy.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "train/trainer.h"
+
+namespace elastrain {
+
+JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id, const std::string& rendezvous) {
+  JobSettings s;
+  s.job_id = job_id;
+  s.min_workers = static_cast<int>(cfg.min_workers);
+  s.max_workers = static_cast<int>(cfg.max_workers);
+  s.max_failures = cfg.max_failures;
+  s.resource_wait_timeout = cfg.resource_wait_timeout;
+  s.heartbeat_timeout = cfg.worker_heartbeat_timeout;
+  s.collective_timeout = cfg.collective_timeout;
+  s.placement = cfg.placement_strategy;
+  s.host_failure_threshold = cfg.host_failure_threshold;
+  s.host_cooldown_seconds = cfg.host_cooldown_seconds;
+  s.fail_at_step = cfg.fail_at_step;
+  s.rendezvous = rendezvous;
+  s.mesh_for = [cfg](int world) { return ResolveMeshForConfig(cfg, world); };
+  return s;
+}
+
+int ChooseWorldSize(int available, const JobSettings& s, Mesh* mesh) {
+  for (int n = std::min(available, s.max_workers); n >= s.min_workers && n >= 1; --n) {
+    auto m = s.mesh_for(n);
+    if (!m.ok()) continue;
+    if (mesh) *mesh = m.value();
+    return n;
+  }
+  return 0;
+}
+
+namespace {
+
+// What became of one member of the running generation.
+enum class Fate { kLive, kCompleted, kStopped, kFailed, kAborted, kExited, kLost };
+
+struct Member {
+  const PlanMember* m = nullptr;
+  const ObservedWorker* w = nullptr;  // null when lost
+  Fate fate = Fate::kLive;
+  std::string desc;
+};
+
+class Decider {
+ public:
+  Decider(const JobRecord& rec, const Observation& obs, const JobSettings& s) : obs_(obs), s_(s) {
+    d_.record = rec;
+  }
+  Decision Run();
+
+ private:
+  JobRecord& r() { return d_.record; }
+  const JobRecord& r() const { return d_.record; }
+  JobState state() const { return ParseJobState(d_.record.state).value(); }
+  void Emit(const std::string& name, nlohmann::json f = nlohmann::json::object()) {
+    f["source"] = "controller";
+    d_.events.push_back({name, std::move(f)});
+  }
+  void Transition(JobState to, const std::string& reason);
+  void Fail(const std::string& reason) {
+    Transition(JobState::kFailed, reason);
+    d_.shutdown = true;
+  }
+  bool AgentAlive(const std::string& id) const {
+    for (const AgentInfo& a : obs_.agents)
+      if (a.id == id) return true;
+    return false;
+  }
+  const AgentInfo* FindAgent(const std::string& id) const {
+    for (const AgentInfo& a : obs_.agents)
+      if (a.id == id) return &a;
+    return nullptr;
+  }
+  bool Reported(const std::string& agent) const {
+    return std::find(obs_.reported.begin(), obs_.reported.end(), agent) != obs_.reported.end();
+  }
+  const ObservedWorker* FindWorker(const std::string& id) const {
+    for (const ObservedWorker& w : obs_.workers)
+      if (w.rec.id == id) return &w;
+    return nullptr;
+  }
+  bool InCooldown(const std::string& host) const {
+    auto it = d_.record.cooldown_until.find(host);
+    return it != d_.record.cooldown_until.end() && it->second > obs_.now;
+  }
+  std::vector<Member> ClassifyMembers(const Plan& plan) const;
+  void EvaluateGeneration();
+  void EndGeneration(const std::vector<Member>& members);
+  void RecordHostFailure(const std::string& host);
+  void TryStart();
+  // Idle workers on live agents, in placement order; cooled-down hosts only if needed.
+  std::vector<const ObservedWorker*> Candidates(bool* used_cooled) const;
+  Plan MakePlan(const std::vector<const ObservedWorker*>& chosen, const Mesh& mesh) const;
+
+  const Observation& obs_;
+  const JobSettings& s_;
+  Decision d_;
+};
+
+void Decider::Transition(JobState to, const std::string& reason) {
+  const JobState from = state();
+  r().reason = reason;
+  if (from == to) return;
+  r().state = JobStateName(to);
+  if (IsTerminal(to)) r().ended_at = obs_.now;
+  Emit("job_state", {{"from", JobStateName(from)}, {"to", JobStateName(to)}, {"reason", reason},
+                     {"generation", r().generation}, {"step", r().step}, {"failures", r().failures}});
+}
+
+std::vector<Member> Decider::ClassifyMembers(const Plan& plan) const {
+  std::vector<Member> out;
+  for (const PlanMember& m : plan.members) {
+    Member x;
+    x.m = &m;
+    x.w = FindWorker(m.worker);
+    const std::string who = fmt::format("worker rank {} (pid {}) on host {}", m.rank, m.pid, m.host);
+    if (!x.w) {
+      if (AgentAlive(m.agent) && !Reported(m.agent)) {
+        x.fate = Fate::kLive;  // the agent has not written its first report yet
+      } else {
+        x.fate = Fate::kLost;
+        x.desc = AgentAlive(m.agent)
+                     ? fmt::format("{} is no longer reported by agent {}", who, m.agent)
+                     : fmt::format("{} was lost with its host: agent {} stopped renewing its lease", who, m.agent);
+      }
+    } else if (x.w->rec.phase == "exited") {
+      x.fate = Fate::kExited;
+      x.desc = x.w->rec.exit_desc;
+    } else if (x.w->rec.phase == "idle" && x.w->rec.generation == plan.generation) {
+      const std::string& o = x.w->rec.outcome;
+      x.fate = o == "completed" ? Fate::kCompleted : o == "stopped" ? Fate::kStopped
+               : o == "aborted" ? Fate::kAborted : Fate::kFailed;
+      x.desc = o == "failed" ? fmt::format("{} failed: {}", who, x.w->rec.error) : who + " " + o;
+    } else if (x.w->departed) {
+      x.fate = Fate::kLost;
+      x.desc = fmt::format("{} left with its preempted host", who);
+    } else {
+      x.fate = Fate::kLive;
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+void Decider::RecordHostFailure(const std::string& host) {
+  std::vector<double>& times = r().host_failures[host];
+  times.push_back(obs_.now);
+  times.erase(std::remove_if(times.begin(), times.end(),
+                             [&](double t) { return t < obs_.now - s_.host_cooldown_seconds; }),
+              times.end());
+  if (static_cast<int64_t>(times.size()) >= s_.host_failure_threshold && s_.host_cooldown_seconds > 0) {
+    r().cooldown_until[host] = obs_.now + s_.host_cooldown_seconds;
+    Emit("host_cooldown", {{"host", host}, {"failures", times.size()}, {"until", obs_.now + s_.host_cooldown_seconds},
+                           {"reason", fmt::format("{} failures within host_cooldown_seconds={}", times.size(),
+                                                  s_.host_cooldown_seconds)}});
+  }
+}
+
+void Decider::EvaluateGeneration() {
+  if (!obs_.plan || obs_.plan->generation != r().generation) {
+    // The plan this record names is not in the store (lost write): plan again.
+    Transition(JobState::kRecovering, fmt::format("the plan of generation {} is missing; planning again",
+                                                  r().generation));
+    return;
+  }
+  const Plan& plan = *obs_.plan;
+  const int64_t g = plan.generation;
+  std::vector<Member> members = ClassifyMembers(plan);
+  for (const Member& x : members)
+    if (x.w && x.w->rec.generation == g) r().step = std::max(r().step, x.w->rec.step);
+  if (!r().first_step_noted) {
+    double first = 0;
+    int64_t step = -1, start = -1;
+    for (const Member& x : members)
+      if (x.w && x.w->rec.generation == g && x.w->rec.first_step_time > 0 &&
+          (first == 0 || x.w->rec.first_step_time < first)) {
+        first = x.w->rec.first_step_time;
+        step = x.w->rec.step;
+        start = x.w->rec.start_step;
+      }
+    if (first > 0) {
+      r().first_step_noted = true;
+      Emit("generation_first_step", {{"generation", g}, {"step_time", first}, {"step", step}, {"start_step", start},
+                                     {"world", plan.world}});
+    }
+  }
+
+  bool all_completed = !members.empty(), any_ending = false;
+  for (const Member& x : members) {
+    all_completed &= x.fate == Fate::kCompleted;
+    any_ending |= x.fate != Fate::kLive && x.fate != Fate::kCompleted;
+  }
+  if (all_completed) {
+    Transition(JobState::kSucceeded, fmt::format("all {} steps done", r().step));
+    d_.shutdown = true;
+    return;
+  }
+  if (!any_ending) {
+    // Hung as a whole: everyone in the training loop, nobody advancing.
+    double newest = 0;
+    bool all_training = true;
+    for (const Member& x : members) {
+      if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != "train" || x.w->rec.first_step_time == 0) {
+        all_training = false;
+        break;
+      }
+      newest = std::max(newest, x.w->rec.last_step_time);
+    }
+    if (all_training && newest > 0 && obs_.now - newest > 2 * s_.heartbeat_timeout && r().kill_sent_gen != g) {
+      r().kill_sent_gen = g;
+      Emit("generation_stalled", {{"generation", g}, {"seconds", obs_.now - newest}, {"step", r().step},
+                                  {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
+                                                         "worker_heartbeat_timeout={}s)",
+                                                         obs_.now - newest, s_.heartbeat_timeout)}});
+      for (const Member& x : members) d_.commands.push_back({x.m->agent, {"hung", x.m->worker, obs_.now}});
+      return;
+    }
+    const bool user_stop = obs_.stop_requested && r().stop_sent_gen != g;
+    bool resize = false;
+    if (!obs_.stop_requested && r().resize_requested_gen != g && plan.world < s_.max_workers) {
+      bool cooled = false;
+      const int available = static_cast<int>(Candidates(&cooled).size());
+      const int target = ChooseWorldSize(plan.world + available, s_, nullptr);
+      if (available > 0 && target > plan.world) {
+        resize = true;
+        r().resize_requested_gen = g;
+        Emit("resize_requested", {{"generation", g}, {"world", plan.world}, {"target", target},
+                                  {"reason", fmt::format("{} idle workers; the world grows from {} to {} at the next "
+                                                         "checkpoint boundary",
+                                                         available, plan.world, target)}});
+      }
+    }
+    if (user_stop) {
+      r().stop_sent_gen = g;
+      Emit("stop_requested", {{"generation", g}, {"step", r().step}});
+    }
+    if (user_stop || resize) {
+      int bits = 0;
+      if (r().stop_sent_gen == g) bits |= kStopUser;
+      if (r().resize_requested_gen == g) bits |= kStopResize;
+      d_.stop = GenerationStop{g, bits};
+    }
+    return;
+  }
+
+  // The generation is ending.
+  if (r().ending_since == 0) r().ending_since = obs_.now;
+  for (const Member& x : members) {
+    if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || x.fate == Fate::kStopped) continue;
+    if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) continue;
+    r().noted.push_back(x.m->worker);
+    nlohmann::json f = {{"generation", g}, {"rank", x.m->rank}, {"worker", x.m->worker}, {"host", x.m->host},
+                        {"pid", x.m->pid}, {"reason", x.desc}, {"step", r().step}};
+    std::string name = "worker_error";
+    if (x.fate == Fate::kLost) name = "host_lost";
+    if (x.fate == Fate::kAborted) name = "worker_aborted";
+    if (x.fate == Fate::kExited) {
+      const WorkerRecord& w = x.w->rec;
+      f["detected_at"] = w.exit_time;
+      f["exit_code"] = w.exit_code;
+      f["signal"] = w.exit_signal;
+      name = w.exit_kind == "preempted" ? "worker_preempted" : w.exit_kind == "hung" ? "worker_hung"
+             : w.exit_kind == "ended" ? "worker_terminated" : "worker_failed";
+    }
+    Emit(name, std::move(f));
+  }
+  std::vector<const Member*> live;
+  for (const Member& x : members)
+    if (x.fate == Fate::kLive) live.push_back(&x);
+  if (!live.empty()) {
+    if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
+      r().kill_sent_gen = g;
+      for (const Member* x : live) d_.commands.push_back({x->m->agent, {"terminate", x->m->worker, obs_.now}});
+      Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
+                                 {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
+                                                        "end (collective_timeout={}s + {}s)",
+                                                        live.size(), obs_.now - r().ending_since,
+                                                        s_.collective_timeout, kEndingGraceSeconds)}});
+    }
+    return;  // wait for them
+  }
+  EndGeneration(members);
+}
+
+void Decider::EndGeneration(const std::vector<Member>& members) {
+  const int64_t g = obs_.plan->generation;
+  r().ending_since = 0;
+  r().noted.clear();
+  int64_t max_step = r().step;
+  for (const Member& x : members)
+    if (x.w) max_step = std::max(max_step, x.w->rec.step);
+  if (r().inject_armed && s_.fail_at_step > 0 && max_step >= s_.fail_at_step) r().inject_armed = false;
+
+  // The cause: a process death or hang first (by the time it was seen), then a lost
+  // host, then an error a member reported (often the others' view of the same death).
+  const Member* cause = nullptr;
+  auto rank_of = [](const Member& x) {
+    if (x.fate == Fate::kExited) {
+      const std::string& k = x.w->rec.exit_kind;
+      if (k == "failure" || k == "hung" || k == "success") return 0;
+      return INT_MAX;  // preempted or terminated: not a cause
+    }
+    if (x.fate == Fate::kLost) return 1;
+    if (x.fate == Fate::kFailed) return 2;
+    return INT_MAX;
+  };
+  for (const Member& x : members) {
+    const int rk = rank_of(x);
+    if (rk == INT_MAX) continue;
+    if (!cause || rk < rank_of(*cause) ||
+        (rk == 0 && rank_of(*cause) == 0 && x.w->rec.exit_time < cause->w->rec.exit_time))
+      cause = &x;
+  }
+  bool preempted = false, user_stopped = false;
+  for (const Member& x : members) {
+    if (x.fate == Fate::kExited && x.w->rec.exit_kind == "preempted") preempted = true;
+    if (x.fate == Fate::kLost && x.w && x.w->departed) preempted = true;
+    if (x.fate == Fate::kStopped && (x.w->rec.stop_reasons & kStopPreemption)) preempted = true;
+    if (x.fate == Fate::kStopped && (x.w->rec.stop_reasons & kStopUser)) user_stopped = true;
+  }
+  if (cause) {
+    ++r().failures;
+    std::set<std::string> hosts;
+    for (const Member& x : members)
+      if (rank_of(x) <= 1) hosts.insert(x.m->host);
+    for (const std::string& h : hosts) RecordHostFailure(h);
+    const std::string budget = s_.max_failures < 0 ? "max_failures=-1 (unlimited)"
+                                                   : fmt::format("max_failures={}", s_.max_failures);
+    Emit("generation_failed", {{"generation", g}, {"reason", cause->desc}, {"failures", r().failures},
+                               {"max_failures", s_.max_failures}, {"step", max_step}});
+    if (s_.max_failures >= 0 && r().failures > s_.max_failures) {
+      Fail(fmt::format("{} in generation {} at step {}; failure budget spent ({}, {} failure{})", cause->desc, g,
+                       max_step, budget, r().failures, r().failures == 1 ? "" : "s"));
+      return;
+    }
+    Transition(JobState::kRecovering, fmt::format("{} (failure {} of {})", cause->desc, r().failures, budget));
+  } else if (user_stopped || obs_.stop_requested) {
+    Transition(JobState::kStopped, fmt::format("stopped by elastrain stop after step {}", max_step));
+    d_.shutdown = true;
+    return;
+  } else {
+    Transition(JobState::kResizing, preempted ? fmt::format("preemption at step {}", max_step)
+                                              : fmt::format("resize at step {}", max_step));
+  }
+  TryStart();
+}
+
+std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled) const {
+  std::vector<const ObservedWorker*> all, usable;
+  std::set<std::string> in_plan;
+  if (obs_.plan && state() == JobState::kRunning)
+    for (const PlanMember& m : obs_.plan->members) in_plan.insert(m.worker);
+  for (const ObservedWorker& w : obs_.workers) {
+    const AgentInfo* a = FindAgent(w.agent);
+    if (!a || a->preempting || w.departed || w.rec.phase != "idle" || in_plan.count(w.rec.id)) continue;
+    all.push_back(&w);
+    if (!InCooldown(w.host)) usable.push_back(&w);
+  }
+  *used_cooled = static_cast<int>(usable.size()) < s_.min_workers && all.size() > usable.size();
+  std::vector<const ObservedWorker*> pick = *used_cooled ? all : usable;
+  // Survivors keep their order (their previous ranks); newcomers follow, by id.
+  auto prev_rank = [&](const ObservedWorker* w) {
+    return w->rec.generation == r().generation && w->rec.rank >= 0 ? w->rec.rank : INT_MAX;
+  };
+  std::map<std::string, std::vector<const ObservedWorker*>> by_agent;
+  for (const ObservedWorker* w : pick) by_agent[w->agent].push_back(w);
+  for (auto& [id, v] : by_agent)
+    std::sort(v.begin(), v.end(), [&](auto* a, auto* b) {
+      return std::make_pair(prev_rank(a), a->rec.id) < std::make_pair(prev_rank(b), b->rec.id);
+    });
+  std::vector<std::vector<const ObservedWorker*>> groups;
+  for (auto& [id, v] : by_agent) groups.push_back(v);
+  std::vector<const ObservedWorker*> out;
+  if (s_.placement == "SPREAD") {
+    for (size_t i = 0;; ++i) {
+      bool any = false;
+      for (auto& v : groups)
+        if (i < v.size()) out.push_back(v[i]), any = true;
+      if (!any) break;
+    }
+  } else {  // PACK: the hosts with the most idle workers first
+    std::stable_sort(groups.begin(), groups.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
+    for (auto& v : groups) out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const Mesh& mesh) const {
+  Plan p;
+  p.job_id = s_.job_id;
+  p.generation = r().generation + 1;
+  p.world = static_cast<int>(chosen.size());
+  p.data = mesh.data();
+  p.fsdp = mesh.fsdp();
+  p.tensor = mesh.tensor();
+  p.rendezvous = s_.rendezvous;
+  p.inject_failure = r().inject_armed && s_.fail_at_step > 0;
+  p.created_at = obs_.now;
+  int source = -1;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const ObservedWorker* w = chosen[i];
+    p.members.push_back({static_cast<int>(i), w->rec.id, w->agent, w->host, w->rec.pid});
+    if (w->rec.state_step >= 0 && (source < 0 || w->rec.state_step > chosen[source]->rec.state_step))
+      source = static_cast<int>(i);
+  }
+  const bool replicated = mesh.fsdp() == 1 && mesh.tensor() == 1;
+  if (replicated && source >= 0 && chosen[source]->rec.state_step >= r().latest_checkpoint_step) {
+    p.restore = {"memory", source, chosen[source]->rec.state_step};
+  } else {
+    p.restore = {"checkpoint", 0, std::max<int64_t>(0, r().latest_checkpoint_step)};
+  }
+  return p;
+}
+
+void Decider::TryStart() {
+  if (obs_.stop_requested) {
+    Transition(JobState::kStopped, fmt::format("stopped by elastrain stop at step {}", r().step));
+    d_.shutdown = true;
+    return;
+  }
+  bool cooled = false;
+  std::vector<const ObservedWorker*> cands = Candidates(&cooled);
+  if (r().wait_since == 0) r().wait_since = obs_.now;
+  // The first generation waits for workers that are still starting (a second or so),
+  // rather than starting small and resizing at once. Later ones go with who is ready.
+  if (state() == JobState::kPending && static_cast<int>(cands.size()) < s_.max_workers &&
+      obs_.now - r().wait_since < kStartupGraceSeconds) {
+    int starting = 0;
+    for (const ObservedWorker& w : obs_.workers)
+      if (w.rec.phase == "starting" && AgentAlive(w.agent)) ++starting;
+    if (starting > 0) return;
+  }
+  Mesh mesh(1, 1, 1);
+  const int n = ChooseWorldSize(static_cast<int>(cands.size()), s_, &mesh);
+  if (n > 0) {
+    cands.resize(n);
+    const bool first = r().generation < 0;
+    Plan p = MakePlan(cands, mesh);
+    if (cooled) Emit("cooldown_overridden", {{"reason", "no other host can run min_workers"}});
+    r().generation = p.generation;
+    r().world = n;
+    if (!first) ++r().restarts;
+    r().wait_since = 0;
+    r().resize_requested_gen = -1;
+    r().first_step_noted = false;
+    nlohmann::json members = nlohmann::json::array();
+    for (const PlanMember& m : p.members)
+      members.push_back({{"rank", m.rank}, {"worker", m.worker}, {"host", m.host}, {"pid", m.pid}});
+    Emit("generation_started", {{"generation", p.generation}, {"world", n},
+                                {"mesh", {{"data", p.data}, {"fsdp", p.fsdp}, {"tensor", p.tensor}}},
+                                {"restore", {{"kind", p.restore.kind}, {"source_rank", p.restore.source_rank},
+                                             {"step", p.restore.step}}},
+                                {"members", members}});
+    Transition(JobState::kRunning, fmt::format("generation {} with {} workers ({} restore from step {})",
+                                               p.generation, n, p.restore.kind, p.restore.step));
+    d_.plan = std::move(p);
+    return;
+  }
+  int capacity = 0;
+  for (const AgentInfo& a : obs_.agents)
+    if (!a.preempting) capacity += a.slots;
+  const std::string have = fmt::format("{} idle workers, {} worker slots on {} agents", cands.size(), capacity,
+                                       obs_.agents.size());
+  if (obs_.now - r().wait_since > s_.resource_wait_timeout) {
+    Fail(fmt::format("fewer than min_workers={} workers for resource_wait_timeout={}s ({})", s_.min_workers,
+                     s_.resource_wait_timeout, have));
+    return;
+  }
+  if (capacity < s_.min_workers)
+    Transition(JobState::kWaitingForResources,
+               fmt::format("waiting for min_workers={}: {} (resource_wait_timeout={}s)", s_.min_workers, have,
+                           s_.resource_wait_timeout));
+}
+
+Decision Decider::Run() {
+  if (!ParseJobState(r().state).ok()) r().state = JobStateName(JobState::kPending);
+  if (IsTerminal(state())) {
+    d_.shutdown = true;
+    return d_;
+  }
+  r().updated_at = obs_.now;
+  if (r().started_at == 0) r().started_at = obs_.now;
+  for (const ObservedWorker& w : obs_.workers)
+    r().latest_checkpoint_step = std::max(r().latest_checkpoint_step, w.rec.checkpoint_step);
+  // A generation that ends here plans the next one itself (EndGeneration -> TryStart).
+  if (state() == JobState::kRunning) EvaluateGeneration();
+  else TryStart();
+  return d_;
+}
+
+}  // namespace
+
+Decision Decide(const JobRecord& record, const Observation& obs, const JobSettings& s) {
+  return Decider(record, obs, s).Run();
+}
+
+}  // namespace elastrain

@@ -1,0 +1,43 @@
+// Child processes of an agent: start this binary as a worker, read how it ended.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+struct SpawnSpec {
+  std::vector<std::string> args;           // after the program name
+  std::map<std::string, std::string> env;  // added to (or replacing in) this environment
+  std::string log_path;                    // stdout + stderr, appended
+  int channel_fd = -1;                     // becomes fd 3 of the child (-1: none)
+};
+
+// Forks and execs this executable with `spec`. The child is the leader of its own
+// process group (a terminal's Ctrl-C reaches the agent only, which decides) and gets
+// SIGKILL when the thread that spawned it ends (PR_SET_PDEATHSIG): a worker never
+// outlives its agent, so losing an agent loses its host's workers, as losing the host would.
+Result<pid_t> SpawnSelf(const SpawnSpec& spec);
+
+struct ProcessExit {
+  bool signaled = false;  // killed by a signal: `value` is the signal number
+  int value = 0;          // else the exit code
+  bool ok() const { return !signaled && value == 0; }
+  // "was killed by signal 9 (SIGKILL)" / "exited with code 1"
+  std::string Describe() const;
+};
+ProcessExit ProcessExitFromStatus(int wait_status);
+
+// "9 (SIGKILL)"
+std::string DescribeSignal(int sig);
+// True while `pid` runs (a zombie, dead but not yet reaped, counts as gone).
+bool ProcessRuns(pid_t pid);
+// The path of this executable (/proc/self/exe), for re-running it as a worker.
+std::string SelfExecutable();
+
+}  // namespace elastrain

@@ -1,0 +1,71 @@
+#include "elastic/protocol.h"
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+namespace elastrain {
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Missing fields keep their defaults, so records written by an older or newer version
+// still load.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentInfo, id, host, address, slots, pid, started_at, preempting)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
+                                                first_step_time, state_step, train_phase, last_progress, last_step_time,
+                                                checkpoint_step, outcome, stop_reasons, error, exit_kind, exit_code,
+                                                exit_signal, exit_time, exit_desc)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentReport, agent, time, workers)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanMember, rank, worker, agent, host, pid)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RestorePlan, kind, source_rank, step)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
+                                                rendezvous, inject_failure, created_at)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobControl, stop, requested_at)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenerationStop, generation, reasons)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentCommand, action, worker, requested_at)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobRecord, job_id, state, reason, generation, world, failures,
+                                                restarts, step, latest_checkpoint_step, started_at, updated_at,
+                                                ended_at, wait_since, ending_since, resize_requested_gen,
+                                                stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, noted, host_failures,
+                                                cooldown_until)
+
+namespace {
+template <typename T>
+std::string Dump(const T& v) {
+  return nlohmann::json(v).dump();
+}
+template <typename T>
+Status Load(const std::string& text, const char* what, T* v) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Corruption(std::string(what) + ": expected a JSON object, got '" +
+                                                text.substr(0, 80) + "'");
+  try {
+    *v = j.get<T>();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string(what) + ": " + e.what());
+  }
+  return Status::OK();
+}
+}  // namespace
+
+std::string ToJson(const JobSpec& v) { return Dump(v); }
+std::string ToJson(const AgentInfo& v) { return Dump(v); }
+std::string ToJson(const AgentReport& v) { return Dump(v); }
+std::string ToJson(const Plan& v) { return Dump(v); }
+std::string ToJson(const JobControl& v) { return Dump(v); }
+std::string ToJson(const GenerationStop& v) { return Dump(v); }
+std::string ToJson(const AgentCommand& v) { return Dump(v); }
+std::string ToJson(const JobRecord& v) { return Dump(v); }
+Status FromJson(const std::string& t, JobSpec* v) { return Load(t, "job spec", v); }
+Status FromJson(const std::string& t, AgentInfo* v) { return Load(t, "agent record", v); }
+Status FromJson(const std::string& t, AgentReport* v) { return Load(t, "agent report", v); }
+Status FromJson(const std::string& t, Plan* v) { return Load(t, "generation plan", v); }
+Status FromJson(const std::string& t, JobControl* v) { return Load(t, "job control", v); }
+Status FromJson(const std::string& t, GenerationStop* v) { return Load(t, "generation stop", v); }
+Status FromJson(const std::string& t, AgentCommand* v) { return Load(t, "agent command", v); }
+Status FromJson(const std::string& t, JobRecord* v) { return Load(t, "job state", v); }
+
+}  // namespace elastrain

@@ -1,0 +1,210 @@
+// What the controller, the agents and the workers tell each other, and where it lives in
+// the store (store/store.h). One job at a time per store. Every record is JSON.
+//
+//   elastrain/head              the controller's leader lock (leased)
+//   elastrain/job/spec          JobSpec: the submitted job (config YAML, run directory)
+//   elastrain/job/state         JobRecord: the controller's whole state, so a restarted
+//                               head resumes the job where the last one left it
+//   elastrain/job/plan          Plan: the current generation, written with compare-and-swap
+//   elastrain/job/control       JobControl: a user's stop request
+//   elastrain/job/gen_stop      GenerationStop: the controller asks a generation to stop
+//   elastrain/departed/<id>     AgentReport of an agent that left (preemption), not leased
+//   elastrain/agents/<id>       AgentInfo (leased: it vanishes when the agent is lost)
+//   elastrain/reports/<id>      AgentReport: the agent's workers (leased likewise)
+//   elastrain/commands/<id>/<n> AgentCommand for agent <id> (deleted once carried out)
+//   elastrain/rdzv/<job>/...    Gloo rendezvous keys of the workers (cluster mode)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <optional>
+
+#include "common/status.h"
+#include "store/store.h"
+#include "train/stop_reason.h"
+
+namespace elastrain {
+
+namespace keys {
+inline const std::string kRoot = "elastrain/";
+inline std::string Head() { return kRoot + "head"; }
+inline std::string JobSpec() { return kRoot + "job/spec"; }
+inline std::string JobRecord() { return kRoot + "job/state"; }
+inline std::string JobPlan() { return kRoot + "job/plan"; }
+inline std::string JobControl() { return kRoot + "job/control"; }
+inline std::string GenerationStop() { return kRoot + "job/gen_stop"; }
+inline std::string DepartedPrefix() { return kRoot + "departed/"; }
+inline std::string Departed(const std::string& id) { return DepartedPrefix() + id; }
+inline std::string AgentsPrefix() { return kRoot + "agents/"; }
+inline std::string Agent(const std::string& id) { return AgentsPrefix() + id; }
+inline std::string ReportsPrefix() { return kRoot + "reports/"; }
+inline std::string Report(const std::string& id) { return ReportsPrefix() + id; }
+inline std::string CommandPrefix(const std::string& agent) { return kRoot + "commands/" + agent + "/"; }
+inline std::string Rendezvous(const std::string& job_id) { return kRoot + "rdzv/" + job_id; }
+}  // namespace keys
+
+// Wall-clock seconds since the epoch: the time base of every record, so that a restarted
+// controller (or another host) reads the same instants.
+double WallSeconds();
+
+struct JobSpec {
+  std::string job_id;
+  std::string config_yaml;   // the resolved config (ConfigToYaml), num_workers as MIN:MAX
+  std::string run_dir;       // <base_output_directory>/<run_name>, absolute
+  double submitted_at = 0;
+};
+
+struct AgentInfo {
+  std::string id;            // unique among live agents, e.g. "host1" or "host1-2"
+  std::string host;          // the host's name (for placement, cool-down and messages)
+  std::string address;       // where its workers bind and are reached (Gloo)
+  int slots = 0;             // worker processes it runs now (preempted slots are gone)
+  int pid = 0;
+  double started_at = 0;
+  bool preempting = false;   // got a preemption notice: its workers are leaving
+};
+
+// One worker process as its agent reports it.
+struct WorkerRecord {
+  std::string id;            // "<agent>-w<serial>", unique over the job
+  int slot = 0;
+  int pid = 0;
+  std::string phase;         // starting | idle | running | exited
+  int64_t generation = -1;   // running: the generation; idle: the last one it ran
+  int rank = -1;             // its rank in `generation`
+  int64_t start_step = -1;   // the step `generation` started from
+  int64_t step = -1;         // steps done (the last completed step)
+  double first_step_time = 0;  // when its first step of `generation` completed (0: not yet)
+  int64_t state_step = -1;   // the step of the full replica it holds in memory (-1: none)
+  std::string train_phase;   // setup | restore | train | eval | checkpoint | idle
+  double last_progress = 0;  // when it last reported anything
+  double last_step_time = 0; // when its last step completed
+  int64_t checkpoint_step = -1;  // the newest checkpoint it committed as chief
+  // After a generation (idle) or at exit:
+  std::string outcome;       // completed | stopped | failed | aborted
+  int stop_reasons = 0;      // StopReason bits when stopped
+  std::string error;         // why it failed
+  // phase == exited:
+  std::string exit_kind;     // failure | preempted | hung | ended (stopped by its agent) | success
+  int exit_code = 0;
+  int exit_signal = 0;
+  double exit_time = 0;      // when the agent saw the exit
+  std::string exit_desc;     // "worker rank 1 (pid 123) on host h was killed by signal 9 (SIGKILL)"
+};
+
+struct AgentReport {
+  std::string agent;
+  double time = 0;
+  std::vector<WorkerRecord> workers;  // live ones, then recent exits
+};
+
+struct PlanMember {
+  int rank = 0;
+  std::string worker;        // WorkerRecord::id
+  std::string agent;
+  std::string host;
+  int pid = 0;
+};
+
+struct RestorePlan {
+  // memory: the replica of `source_rank` at `step` (pure data parallel both before and
+  // after); checkpoint: the run's latest committed checkpoint (or a fresh start).
+  std::string kind = "checkpoint";
+  int source_rank = 0;
+  int64_t step = 0;
+};
+
+struct Plan {
+  std::string job_id;
+  int64_t generation = -1;
+  int world = 0;
+  int data = 1, fsdp = 1, tensor = 1;  // the mesh
+  std::vector<PlanMember> members;     // by rank
+  RestorePlan restore;
+  std::string rendezvous;              // "file:<dir>" or "etcd://host:port/<prefix>"
+  bool inject_failure = false;         // fail_at_step armed for this generation
+  double created_at = 0;
+};
+
+// The controller asks the members of `generation` to stop at a step boundary: resize at
+// the next checkpoint boundary, or the user's stop after the current step.
+struct GenerationStop {
+  int64_t generation = -1;
+  int reasons = 0;  // StopReason bits
+};
+
+struct JobControl {
+  bool stop = false;
+  double requested_at = 0;
+};
+
+// Something an agent must do to one of its workers, or to itself.
+struct AgentCommand {
+  // kill: SIGKILL (chaos: counts as a failure); hang: SIGSTOP (chaos); host: the agent
+  // SIGKILLs itself and so its workers (chaos: host loss); terminate: SIGKILL as a
+  // straggler the controller gave up on (not a failure); hung: SIGKILL as hung (a failure).
+  std::string action;
+  std::string worker;        // empty for host
+  double requested_at = 0;
+};
+
+// The controller's state, persisted after every decision (elastic/policy.h).
+struct JobRecord {
+  std::string job_id;
+  std::string state = "PENDING";
+  std::string reason;                  // why it is in `state`
+  int64_t generation = -1;
+  int world = 0;
+  int64_t failures = 0;                // counted against max_failures
+  int64_t restarts = 0;                // generations started after the first
+  int64_t step = 0;                    // newest completed step seen
+  int64_t latest_checkpoint_step = -1;
+  double started_at = 0, updated_at = 0, ended_at = 0;
+  double wait_since = 0;               // when the current wait for workers began (0: not waiting)
+  double ending_since = 0;             // when the current generation began to end
+  int64_t resize_requested_gen = -1;   // generation asked to stop at a checkpoint boundary
+  int64_t stop_sent_gen = -1;          // generation asked to stop for the user
+  int64_t kill_sent_gen = -1;          // generation whose stragglers were killed
+  bool inject_armed = true;            // fail_at_step not yet fired
+  bool first_step_noted = false;       // the current generation's first step was logged
+  std::vector<std::string> noted;      // workers whose loss was logged in this generation
+  std::map<std::string, std::vector<double>> host_failures;  // host -> failure times
+  std::map<std::string, double> cooldown_until;              // host -> end of its cool-down
+};
+
+// JSON text <-> records. Parse errors name the record and what is wrong.
+std::string ToJson(const JobSpec& v);
+std::string ToJson(const AgentInfo& v);
+std::string ToJson(const AgentReport& v);
+std::string ToJson(const Plan& v);
+std::string ToJson(const JobControl& v);
+std::string ToJson(const GenerationStop& v);
+std::string ToJson(const AgentCommand& v);
+std::string ToJson(const JobRecord& v);
+Status FromJson(const std::string& text, JobSpec* v);
+Status FromJson(const std::string& text, AgentInfo* v);
+Status FromJson(const std::string& text, AgentReport* v);
+Status FromJson(const std::string& text, Plan* v);
+Status FromJson(const std::string& text, JobControl* v);
+Status FromJson(const std::string& text, GenerationStop* v);
+Status FromJson(const std::string& text, AgentCommand* v);
+Status FromJson(const std::string& text, JobRecord* v);
+
+// Reads and parses the record at `key`: nullopt when the key does not exist; Corruption
+// naming the key when it does not parse. `mod_revision` (optional) receives the key's
+// revision, for a later CompareAndSwap.
+template <typename T>
+Result<std::optional<T>> ReadRecord(Store& store, const std::string& key, int64_t* mod_revision = nullptr) {
+  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<KeyValue> kv, store.Get(key));
+  if (mod_revision) *mod_revision = kv ? kv->mod_revision : 0;
+  if (!kv) return std::optional<T>();
+  T v;
+  Status st = FromJson(kv->value, &v);
+  if (!st.ok()) return Status::Corruption(key + " in " + store.url() + ": " + st.message());
+  return std::optional<T>(std::move(v));
+}
+
+}  // namespace elastrain

@@ -1,0 +1,321 @@
+#include "elastic/worker.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "elastic/channel.h"
+#include "elastic/exit_codes.h"
+#include "elastic/protocol.h"
+#include "elastic/process.h"
+#include "kernels/gemm.h"
+#include "store/store.h"
+#include "train/trainer.h"
+
+namespace elastrain {
+
+namespace {
+
+// Set by the SIGTERM handler: a preemption notice.
+volatile sig_atomic_t g_preempted = 0;
+void OnSigterm(int) { g_preempted = 1; }
+
+// How often a worker tells its agent it is alive, whatever it is doing.
+constexpr std::chrono::milliseconds kTickInterval{250};
+// How long a fresh worker waits for its job message before giving up.
+constexpr std::chrono::milliseconds kJobMessageTimeout{60000};
+
+// The agent's messages, read by a thread of their own so that stop and abort requests
+// arrive while the main thread trains.
+class Inbox {
+ public:
+  explicit Inbox(Channel* ch) : ch_(ch) {}
+  void Start() {
+    reader_ = std::thread([this] { Read(); });
+  }
+  ~Inbox() {
+    if (reader_.joinable()) reader_.detach();  // blocked in poll on a channel we close at exit
+  }
+  // The next assignment, or nullopt when told to exit or the agent is gone.
+  std::optional<nlohmann::json> NextAssignment() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !assignments_.empty() || closed_ || g_preempted; });
+    if (assignments_.empty()) return std::nullopt;
+    nlohmann::json a = std::move(assignments_.front());
+    assignments_.pop_front();
+    return a;
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+  void Wake() { cv_.notify_all(); }
+  // Requests for generation g (or later) that arrived.
+  std::atomic<int64_t> abort_gen{-1}, resize_gen{-1}, user_stop_gen{-1};
+
+ private:
+  void Read() {
+    for (;;) {
+      auto m = ch_->Receive(std::chrono::milliseconds(1000));
+      if (!m.ok()) break;  // the agent is gone
+      if (!m.value()) continue;
+      const nlohmann::json& msg = *m.value();
+      const std::string type = msg.value("type", "");
+      const int64_t gen = msg.value("generation", int64_t{-1});
+      std::lock_guard<std::mutex> lock(mu_);
+      if (type == "assign") {
+        assignments_.push_back(msg);
+        // A newer generation ends whatever older one is still running.
+        Raise(&abort_gen, gen - 1);
+      } else if (type == "stop") {
+        Raise(msg.value("reason", "") == "user" ? &user_stop_gen : &resize_gen, gen);
+      } else if (type == "abort") {
+        Raise(&abort_gen, gen);
+      } else if (type == "exit") {
+        closed_ = true;
+      }
+      cv_.notify_all();
+      if (closed_) return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+  static void Raise(std::atomic<int64_t>* a, int64_t v) {
+    if (a->load() < v) a->store(v);  // only the reader thread writes
+  }
+  Channel* ch_;
+  std::thread reader_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<nlohmann::json> assignments_;  // GUARDED_BY(mu_)
+  bool closed_ = false;                     // GUARDED_BY(mu_)
+};
+
+// What the ticker reports between messages.
+struct Progress {
+  std::atomic<int64_t> generation{-1};
+  std::atomic<int64_t> step{-1};
+  std::mutex mu;
+  std::string phase = "idle";  // GUARDED_BY(mu)
+  void SetPhase(const std::string& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    phase = p;
+  }
+  std::string Phase() {
+    std::lock_guard<std::mutex> lock(mu);
+    return phase;
+  }
+};
+
+Result<WorkerContext> ContextFor(const nlohmann::json& a, const TrainConfig& cfg, const std::string& host) {
+  WorkerContext ctx;
+  ctx.rank = a.at("rank").get<int>();
+  ctx.world = a.at("world").get<int>();
+  ctx.generation = a.at("generation").get<int64_t>();
+  ctx.prefix = fmt::format("gen/{}", ctx.generation);
+  ctx.bind_address = a.value("address", std::string("127.0.0.1"));
+  ctx.mesh = Mesh(a.at("data").get<int>(), a.at("fsdp").get<int>(), a.at("tensor").get<int>());
+  const nlohmann::json& restore = a.at("restore");
+  ctx.restore.kind = restore.value("kind", "checkpoint") == "memory" ? RestoreSpec::Kind::kMemory
+                                                                      : RestoreSpec::Kind::kCheckpoint;
+  ctx.restore.source_rank = restore.value("source_rank", 0);
+  ctx.restore.step = restore.value("step", int64_t{0});
+  ctx.inject_failure = a.value("inject_failure", false);
+  const std::string rdzv = a.at("rendezvous").get<std::string>();
+  if (rdzv.rfind("file:", 0) == 0) {
+    ctx.rendezvous_dir = rdzv.substr(5);
+  } else if (rdzv.rfind("etcd://", 0) == 0) {
+    // etcd://host:port/<key prefix>
+    const size_t slash = rdzv.find('/', 7);
+    const std::string url = rdzv.substr(0, slash), prefix = slash == std::string::npos ? "" : rdzv.substr(slash + 1);
+    StoreOptions so;
+    so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(
+        std::min(cfg.collective_timeout * 1000, static_cast<double>(kDefaultStoreRequestTimeout.count()))));
+    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, OpenStore(url, so));
+    ctx.store = MakeGlooStore(store, prefix, so);
+  } else {
+    return Status::InvalidArgument("assignment: rendezvous '" + rdzv + "': expected file:<dir> or etcd://host:port/prefix");
+  }
+  // Peers on this host whose process is gone, to name them when a collective fails.
+  std::vector<std::pair<int, int>> local_peers;  // rank, pid
+  for (const auto& m : a.at("members"))
+    if (m.value("host", "") == host) local_peers.push_back({m.value("rank", -1), m.value("pid", 0)});
+  ctx.describe_lost_peers = [local_peers, host] {
+    std::string out;
+    for (auto [rank, pid] : local_peers)
+      if (pid > 0 && !ProcessRuns(pid))
+        out += fmt::format("{}rank {} (pid {}) on host {} is gone", out.empty() ? "" : ", ", rank, pid, host);
+    return out;
+  };
+  return ctx;
+}
+
+class WorkerProcess {
+ public:
+  explicit WorkerProcess(int fd) : ch_(fd), inbox_(&ch_) {}
+  int Run();
+
+ private:
+  Status Init(const nlohmann::json& job);
+  // Runs one assignment; returns the exit code if the process must end, else -1.
+  int RunAssignment(const nlohmann::json& a);
+  void Tick();
+
+  Channel ch_;
+  Inbox inbox_;
+  Progress progress_;
+  TrainConfig cfg_;
+  std::string worker_id_, host_;
+  double peak_flops_ = 0;
+  Replica replica_;
+  std::atomic<bool> done_{false};
+  std::thread ticker_;
+};
+
+Status WorkerProcess::Init(const nlohmann::json& job) {
+  worker_id_ = job.value("worker_id", "");
+  host_ = job.value("host", "localhost");
+  ELASTRAIN_ASSIGN_OR_RETURN(cfg_, LoadConfigText(job.value("config_yaml", ""), "job config"));
+  SetLogLevel(cfg_.log_level);
+  SetComputeThreads(job.value("threads", 0));
+  // Measured once per process: a recovery does not pay for it again.
+  if (cfg_.hardware_peak_tflops <= 0) peak_flops_ = MeasureSgemmGflops() * 1e9;
+  return Status::OK();
+}
+
+void WorkerProcess::Tick() {
+  while (!done_) {
+    Status st = ch_.Send({{"type", "progress"},
+                          {"generation", progress_.generation.load()},
+                          {"step", progress_.step.load()},
+                          {"phase", progress_.Phase()},
+                          {"time", WallSeconds()}});
+    if (!st.ok()) return;
+    if (g_preempted) inbox_.Wake();
+    std::this_thread::sleep_for(kTickInterval);
+  }
+}
+
+int WorkerProcess::RunAssignment(const nlohmann::json& a) {
+  auto ctx_or = [&]() -> Result<WorkerContext> {
+    try {
+      return ContextFor(a, cfg_, host_);
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(std::string("assignment: ") + e.what());
+    }
+  }();
+  const int64_t gen = a.value("generation", int64_t{-1});
+  if (!ctx_or.ok()) {
+    (void)ch_.Send({{"type", "ended"}, {"generation", gen}, {"outcome", "failed"}, {"error", ctx_or.status().message()},
+                    {"state_step", replica_.step}});
+    return -1;
+  }
+  WorkerContext ctx = std::move(ctx_or.value());
+  ctx.replica = &replica_;
+  ctx.peak_flops = peak_flops_;
+  const int64_t period = cfg_.enable_checkpointing ? cfg_.checkpoint_period : 1;
+  ctx.control.stop_reasons = [this, gen, period](int64_t step) {
+    int r = g_preempted ? kStopPreemption : 0;
+    if (inbox_.user_stop_gen >= gen) r |= kStopUser;
+    if (inbox_.resize_gen >= gen && step % period == 0) r |= kStopResize;
+    return r;
+  };
+  ctx.control.aborted = [this, gen] { return inbox_.abort_gen >= gen; };
+  ctx.control.on_phase = [this](const std::string& p) { progress_.SetPhase(p); };
+  ctx.control.on_step = [this, gen](const StepReport& r) {
+    progress_.step = r.step;
+    (void)ch_.Send({{"type", "step"}, {"generation", gen}, {"step", r.step}, {"start_step", r.start_step}, {"loss", r.loss},
+                    {"step_seconds", r.step_seconds}, {"time", r.wall_time}});
+  };
+  ctx.control.on_checkpoint = [this](int64_t step) {
+    (void)ch_.Send({{"type", "checkpoint"}, {"step", step}, {"time", WallSeconds()}});
+  };
+  progress_.generation = gen;
+  progress_.step = -1;
+  (void)ch_.Send({{"type", "started"}, {"generation", gen}, {"rank", ctx.rank}, {"world", ctx.world}});
+  LOG_INFO("worker {}: generation {} as rank {} of {}", worker_id_, gen, ctx.rank, ctx.world);
+
+  GenerationResult r = RunGeneration(cfg_, ctx);
+
+  std::string outcome = r.completed ? "completed" : r.status.ok() ? "stopped" : "failed";
+  if (!r.status.ok() && inbox_.abort_gen >= gen) outcome = "aborted";
+  if (!r.status.ok()) LOG_ERROR("generation {} failed on rank {}: {}", gen, ctx.rank, r.status.message());
+  progress_.SetPhase("idle");
+  (void)ch_.Send({{"type", "ended"},
+                  {"generation", gen},
+                  {"outcome", outcome},
+                  {"stop_reasons", r.stop_reasons},
+                  {"start_step", r.start_step},
+                  {"step", r.completed_step},
+                  {"state_step", replica_.step},
+                  {"error", r.status.ok() ? "" : r.status.message()}});
+  if (r.injected_exit) return kExitFailure;
+  if (g_preempted) return kExitPreempted;
+  return -1;
+}
+
+int WorkerProcess::Run() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSigterm;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGINT, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto job = ch_.Receive(kJobMessageTimeout);
+  if (!job.ok() || !job.value() || job.value()->value("type", "") != "job") {
+    LOG_ERROR("worker: no job message from the agent within {} ms", kJobMessageTimeout.count());
+    return kExitFailure;
+  }
+  Status st = Init(*job.value());
+  if (!st.ok()) {
+    LOG_ERROR("worker: {}", st.message());
+    (void)ch_.Send({{"type", "fatal"}, {"error", st.message()}});
+    return kExitBadConfig;
+  }
+  inbox_.Start();
+  ticker_ = std::thread([this] { Tick(); });
+  (void)ch_.Send({{"type", "ready"}, {"pid", static_cast<int>(::getpid())}, {"state_step", replica_.step}});
+  int code = kExitSuccess;
+  for (;;) {
+    if (g_preempted) {
+      LOG_WARN("worker {}: preemption notice while idle; leaving", worker_id_);
+      code = kExitPreempted;
+      break;
+    }
+    auto a = inbox_.NextAssignment();
+    if (!a) {
+      if (g_preempted) continue;
+      break;  // told to exit, or the agent is gone
+    }
+    const int c = RunAssignment(*a);
+    if (c >= 0) {
+      code = c;
+      break;
+    }
+  }
+  done_ = true;
+  if (ticker_.joinable()) ticker_.join();
+  return code;
+}
+
+}  // namespace
+
+int RunWorkerProcess(int channel_fd) {
+  WorkerProcess w(channel_fd);
+  return w.Run();
+}
+
+}  // namespace elastrain

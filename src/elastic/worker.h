@@ -1,0 +1,20 @@
+// The worker process: `elastrain worker --channel-fd N`, started by an agent, one per
+// slot. It lives across generations: it waits for an assignment, trains that generation
+// (train/trainer.h), reports how it ended, keeps a full replica of the state in memory
+// when the mesh is purely data parallel, and waits for the next assignment. Only a
+// process that died is replaced by a fresh one, so a recovery costs a rendezvous and
+// (for newcomers) one broadcast of the state, not a restart of every process.
+//
+// Lifecycle (the `phase` it reports): starting -> idle <-> running -> exited.
+// Signals: SIGTERM is a preemption notice: a running generation stops after the current
+// step on every rank, saves a checkpoint, and this process exits with kExitPreempted;
+// an idle one exits at once. SIGINT is ignored (the agent decides).
+// Exit codes (elastic/exit_codes.h): 0 when told to exit, 1 after an injected or fatal
+// failure, 2 when the job's config cannot load, 3 after a preemption notice.
+#pragma once
+
+namespace elastrain {
+
+int RunWorkerProcess(int channel_fd);
+
+}  // namespace elastrain

@@ -1,0 +1,246 @@
+#include "monitor/job_api.h"
+
+#include <httplib.h>
+
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "config/config.h"
+#include "elastic/controller.h"
+#include "elastic/protocol.h"
+
+namespace elastrain {
+
+namespace {
+
+struct JobView {
+  JobSpec spec;
+  std::optional<JobRecord> record;
+  std::optional<Plan> plan;
+  std::vector<AgentInfo> agents;
+  std::vector<std::pair<std::string, WorkerRecord>> workers;  // agent, record
+};
+
+Result<JobView> ReadJob(Store& store) {
+  JobView v;
+  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(store, keys::JobSpec()));
+  if (!spec) return Status::NotFound("no job has been submitted to " + store.url());
+  v.spec = *spec;
+  ELASTRAIN_ASSIGN_OR_RETURN(v.record, ReadRecord<JobRecord>(store, keys::JobRecord()));
+  if (v.record && v.record->job_id != v.spec.job_id) v.record.reset();
+  ELASTRAIN_ASSIGN_OR_RETURN(v.plan, ReadRecord<Plan>(store, keys::JobPlan()));
+  if (v.plan && v.plan->job_id != v.spec.job_id) v.plan.reset();
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> agents, store.List(keys::AgentsPrefix()));
+  for (const KeyValue& kv : agents) {
+    AgentInfo a;
+    if (FromJson(kv.value, &a).ok()) v.agents.push_back(a);
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> reports, store.List(keys::ReportsPrefix()));
+  for (const KeyValue& kv : reports) {
+    AgentReport r;
+    if (!FromJson(kv.value, &r).ok()) continue;
+    for (auto& w : r.workers) v.workers.push_back({r.agent, w});
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<nlohmann::json> JobStatusJson(Store& store) {
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  auto cfg = LoadConfigText(v.spec.config_yaml, "job config");
+  nlohmann::json j;
+  j["job"] = v.spec.job_id;
+  j["run_dir"] = v.spec.run_dir;
+  j["steps"] = cfg.ok() ? cfg->steps : 0;
+  j["num_workers"] = cfg.ok() ? cfg->num_workers_spec : "";
+  j["max_failures"] = cfg.ok() ? cfg->max_failures : 0;
+  const JobRecord rec = v.record.value_or(JobRecord());
+  j["state"] = rec.state;
+  j["reason"] = rec.reason;
+  j["generation"] = rec.generation;
+  j["world"] = rec.world;
+  j["step"] = rec.step;
+  j["failures"] = rec.failures;
+  j["restarts"] = rec.restarts;
+  j["latest_checkpoint_step"] = rec.latest_checkpoint_step;
+  j["started_at"] = rec.started_at;
+  j["ended_at"] = rec.ended_at;
+  std::map<std::string, std::string> host_of;
+  nlohmann::json agents = nlohmann::json::array();
+  for (const AgentInfo& a : v.agents) {
+    host_of[a.id] = a.host;
+    agents.push_back({{"id", a.id}, {"host", a.host}, {"slots", a.slots}, {"preempting", a.preempting}});
+  }
+  j["agents"] = agents;
+  nlohmann::json ranks = nlohmann::json::array();
+  if (v.plan) {
+    for (const PlanMember& m : v.plan->members) {
+      nlohmann::json r = {{"rank", m.rank}, {"host", m.host}, {"agent", m.agent}, {"worker", m.worker},
+                          {"pid", m.pid}, {"step", -1}, {"phase", "unknown"}};
+      for (const auto& [agent, w] : v.workers)
+        if (w.id == m.worker) {
+          r["step"] = w.step;
+          r["phase"] = w.phase == "running" ? w.train_phase : w.phase;
+        }
+      ranks.push_back(r);
+    }
+  }
+  j["ranks"] = ranks;
+  int idle = 0;
+  for (const auto& [agent, w] : v.workers) idle += w.phase == "idle" ? 1 : 0;
+  j["idle_workers"] = idle;
+  return j;
+}
+
+Status RequestJobStop(Store& store) {
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  JobControl c;
+  c.stop = true;
+  c.requested_at = WallSeconds();
+  return store.Put(keys::JobControl(), ToJson(c)).status();
+}
+
+Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host) {
+  if (action != "kill" && action != "hang" && action != "host")
+    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang or host");
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  AgentCommand cmd;
+  cmd.action = action;
+  cmd.requested_at = WallSeconds();
+  std::string agent;
+  if (action == "host" || (!host.empty() && rank < 0)) {
+    if (!allow_host)
+      return Status::InvalidArgument("chaos --host: an embedded job has one host, the job itself; use --rank");
+    for (const AgentInfo& a : v.agents)
+      if (a.host == host || a.id == host) agent = a.id;
+    if (agent.empty()) return Status::InvalidArgument("chaos --host " + host + ": no live agent on that host");
+    cmd.action = "host";
+  } else {
+    if (!v.plan) return Status::FailedPrecondition("chaos --rank: no generation is running");
+    for (const PlanMember& m : v.plan->members)
+      if (m.rank == rank) {
+        agent = m.agent;
+        cmd.worker = m.worker;
+      }
+    if (agent.empty())
+      return Status::InvalidArgument(fmt::format("chaos --rank {}: generation {} has ranks 0..{}", rank,
+                                                 v.plan->generation, v.plan->world - 1));
+  }
+  return store.Put(fmt::format("{}chaos-{:.6f}", keys::CommandPrefix(agent), cmd.requested_at), ToJson(cmd)).status();
+}
+
+Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  std::ifstream in(v.spec.run_dir + "/events.jsonl");
+  std::deque<nlohmann::json> last;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded()) continue;
+    last.push_back(std::move(e));
+    if (last.size() > max_events) last.pop_front();
+  }
+  return nlohmann::json(std::vector<nlohmann::json>(last.begin(), last.end()));
+}
+
+class JobApiServer::Impl {
+ public:
+  Impl(std::shared_ptr<Store> store, bool embedded) : store_(std::move(store)), embedded_(embedded) {}
+  ~Impl() { Stop(); }
+  Result<std::string> Start(const std::string& host, int port);
+  void Stop() {
+    server_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static int HttpCode(const Status& st) {
+    switch (st.code()) {
+      case StatusCode::kInvalidArgument: return 400;
+      case StatusCode::kNotFound: return 404;
+      case StatusCode::kFailedPrecondition: return 409;
+      default: return 500;
+    }
+  }
+  static void Reply(httplib::Response& res, const Status& st, const nlohmann::json& ok_body) {
+    if (st.ok()) {
+      res.set_content(ok_body.dump(), "application/json");
+      return;
+    }
+    res.status = HttpCode(st);
+    res.set_content(nlohmann::json{{"error", st.message()}}.dump(), "application/json");
+  }
+  void Routes();
+
+  std::shared_ptr<Store> store_;
+  const bool embedded_;
+  httplib::Server server_;
+  std::thread thread_;
+};
+
+void JobApiServer::Impl::Routes() {
+  server_.Get("/api/v1/job", [this](const httplib::Request&, httplib::Response& res) {
+    auto j = JobStatusJson(*store_);
+    Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
+  });
+  server_.Get("/api/v1/events", [this](const httplib::Request&, httplib::Response& res) {
+    auto j = JobEventsJson(*store_);
+    Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
+  });
+  server_.Post("/api/v1/stop", [this](const httplib::Request&, httplib::Response& res) {
+    Reply(res, RequestJobStop(*store_), {{"stop", "requested"}});
+  });
+  server_.Post("/api/v1/chaos", [this](const httplib::Request& req, httplib::Response& res) {
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object()) return Reply(res, Status::InvalidArgument("chaos: expected a JSON object body"), {});
+    Reply(res,
+          RequestChaos(*store_, body.value("action", ""), body.value("rank", -1), body.value("host", ""), !embedded_),
+          {{"chaos", "requested"}});
+  });
+  server_.Post("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    if (embedded_)
+      return Reply(res, Status::FailedPrecondition("this is an embedded `elastrain train`; submit to an `elastrain head`"),
+                   {});
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("config_yaml"))
+      return Reply(res, Status::InvalidArgument("submit: expected {\"config_yaml\": ...}"), {});
+    auto cfg = LoadConfigText(body.value("config_yaml", ""), "submitted config");
+    if (!cfg.ok()) return Reply(res, Status::InvalidArgument(cfg.status().message()), {});
+    auto spec = SubmitJob(*store_, cfg.value());
+    Reply(res, spec.status(), spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir}}
+                                        : nlohmann::json());
+  });
+}
+
+Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port) {
+  Routes();
+  server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.set_content(nlohmann::json{{"error", what}}.dump(), "application/json");
+  });
+  const int bound = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0)
+    return Status::Unavailable(fmt::format("cannot listen on {}:{} (in use, or not a local address)", host, port));
+  thread_ = std::thread([this] { server_.listen_after_bind(); });
+  return fmt::format("http://{}:{}", host, bound);
+}
+
+JobApiServer::JobApiServer(std::shared_ptr<Store> store, bool embedded)
+    : impl_(std::make_unique<Impl>(std::move(store), embedded)) {}
+JobApiServer::~JobApiServer() = default;
+Result<std::string> JobApiServer::Start(const std::string& host, int port) { return impl_->Start(host, port); }
+void JobApiServer::Stop() { impl_->Stop(); }
+
+}  // namespace elastrain

@@ -1,0 +1,48 @@
+// OpenStore: the --store URL to a Store. An etcd store is checked at once (one revision
+// read, bounded by the request timeout) so that a wrong address fails at startup with
+// the URL in the message, not later inside the controller or a rendezvous.
+#include <charconv>
+
+#include "common/log.h"
+#include "store/store.h"
+
+namespace elastrain {
+
+namespace {
+
+constexpr char kExpected[] = "expected memory:// or etcd://HOST:PORT";
+
+Status BadUrl(const std::string& url, const std::string& why = "") {
+  return Status::InvalidArgument("--store '" + url + "': " + kExpected + (why.empty() ? "" : " (" + why + ")"));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& opt) {
+  if (url == "memory://") return MakeMemoryStore();
+  const std::string scheme = "etcd://";
+  if (url.compare(0, scheme.size(), scheme) != 0) return BadUrl(url);
+  std::string hostport = url.substr(scheme.size());
+  if (!hostport.empty() && hostport.back() == '/') hostport.pop_back();  // "etcd://h:2379/"
+  const size_t colon = hostport.rfind(':');
+  if (colon == std::string::npos) return BadUrl(url, "the port is missing");
+  std::string host = hostport.substr(0, colon);
+  const std::string port_text = hostport.substr(colon + 1);
+  // "[::1]:2379": brackets only delimit an IPv6 address; the client wants it bare.
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.empty()) return BadUrl(url, "the host is missing");
+  if (host.find_first_of("/[]") != std::string::npos) return BadUrl(url, "bad host '" + host + "'");
+  int port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
+      port > 65535)
+    return BadUrl(url, "port '" + port_text + "': expected 1..65535");
+
+  ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, MakeEtcdStore(host, port, opt));
+  Result<int64_t> revision = store->Revision();
+  if (!revision.ok()) return revision.status();
+  LOG_DEBUG("store: connected to {} (revision {})", store->url(), *revision);
+  return store;
+}
+
+}  // namespace elastrain

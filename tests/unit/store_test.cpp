@@ -1,0 +1,571 @@
+// Store tests: one suite run against the memory store and against a real etcd (started
+// by the fixture from /usr/bin/etcd on loopback; those cases are skipped when etcd is not
+// installed), plus the Gloo adapter, a two-rank rendezvous through it, and OpenStore.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/store.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/process_group.h"
+#include "store/store.h"
+#include "test_dirs.h"
+
+namespace elastrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr char kEtcdBinary[] = "/usr/bin/etcd";
+
+long long MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
+}
+
+// A loopback port that was free a moment ago (bind to port 0, read it, close). Another
+// process may take it before etcd binds, so the caller retries on a failed start.
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+std::string Tail(const std::string& path, size_t max_chars = 2000) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string s = ss.str();
+  return s.size() > max_chars ? s.substr(s.size() - max_chars) : s;
+}
+
+// One etcd process for the whole suite.
+class EtcdServer {
+ public:
+  // Starts etcd on free loopback ports (3 tries) and waits until it answers (10 s).
+  bool Start(std::string* error) {
+    dir_ = FreshDir("etcd");
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int client = FreePort();
+      const int peer = FreePort();
+      if (client == 0 || peer == 0 || client == peer) continue;
+      const std::string log = dir_ + "/etcd" + std::to_string(attempt) + ".log";
+      if (Spawn(client, peer, dir_ + "/data" + std::to_string(attempt), log) && AwaitReady(client)) {
+        port_ = client;
+        return true;
+      }
+      *error = "etcd (attempt " + std::to_string(attempt + 1) + ", client port " + std::to_string(client) +
+               ") did not answer within 10 s; its log ends:\n" + Tail(log);
+      Stop();
+    }
+    return false;
+  }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGTERM);
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    int status = 0;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (Clock::now() >= deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+    pid_ = -1;
+  }
+
+  void RemoveDir() {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  int port() const { return port_; }
+
+ private:
+  bool Spawn(int client, int peer, const std::string& data_dir, const std::string& log) {
+    const std::string curl = "http://127.0.0.1:" + std::to_string(client);
+    const std::string purl = "http://127.0.0.1:" + std::to_string(peer);
+    // Short heartbeat and election timeout: a single member elects itself in ~0.1 s, and
+    // etcd's minimum lease TTL (1.5 election timeouts, rounded up) drops to 1 s.
+    std::vector<std::string> args = {kEtcdBinary, "--name", "t", "--data-dir", data_dir,
+                                     "--listen-client-urls", curl, "--advertise-client-urls", curl,
+                                     "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+                                     "--initial-cluster", "t=" + purl, "--heartbeat-interval", "10",
+                                     "--election-timeout", "100"};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) return false;
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a crashed test binary
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::execv(kEtcdBinary, argv.data());
+      ::_exit(127);
+    }
+    pid_ = pid;
+    return true;
+  }
+
+  bool AwaitReady(int client) {
+    StoreOptions opt;
+    opt.request_timeout = milliseconds(500);
+    auto store = MakeEtcdStore("127.0.0.1", client, opt);
+    if (!store.ok()) return false;
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (Clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {  // exited, e.g. a port was taken
+        pid_ = -1;
+        return false;
+      }
+      if ((*store)->Revision().ok()) return true;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return false;
+  }
+
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+class StoreTest : public testing::TestWithParam<std::string> {
+ protected:
+  static void TearDownTestSuite() {
+    if (etcd_) {
+      etcd_->Stop();
+      etcd_->RemoveDir();
+      delete etcd_;
+      etcd_ = nullptr;
+    }
+  }
+
+  // etcd is started by the first etcd case, so a run filtered to the memory cases
+  // does not pay for it; TearDownTestSuite stops it.
+  void SetUp() override {
+    if (!etcd()) {
+      store_ = MakeMemoryStore();
+      return;
+    }
+    if (::access(kEtcdBinary, X_OK) != 0)
+      GTEST_SKIP() << kEtcdBinary << " not installed (Debian: apt-get install etcd-server); etcd cases skipped";
+    if (!etcd_ && etcd_error_.empty()) {
+      etcd_ = new EtcdServer;
+      if (!etcd_->Start(&etcd_error_)) {
+        delete etcd_;
+        etcd_ = nullptr;
+      }
+    }
+    ASSERT_NE(etcd_, nullptr) << etcd_error_;
+    auto store = MakeEtcdStore("127.0.0.1", etcd_->port());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = *store;
+    // The etcd is shared by every case: each works under its own key prefix.
+    ns_ = std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "/";
+  }
+
+  bool etcd() const { return GetParam() == "etcd"; }
+  std::string K(const std::string& key) const { return ns_ + key; }
+  // A lease short enough for a quick test: etcd's minimum (1 s with the fixture's
+  // election timeout), a few milliseconds in memory.
+  milliseconds ShortTtl() const { return etcd() ? milliseconds(1000) : milliseconds(50); }
+
+  std::shared_ptr<Store> store_;
+  std::string ns_;
+  static EtcdServer* etcd_;
+  static std::string etcd_error_;
+};
+
+EtcdServer* StoreTest::etcd_ = nullptr;
+std::string StoreTest::etcd_error_;
+
+#define ASSERT_OK(expr)                                  \
+  do {                                                   \
+    const ::elastrain::Status _s = (expr);               \
+    ASSERT_TRUE(_s.ok()) << #expr ": " << _s.ToString(); \
+  } while (0)
+
+template <typename T>
+T Must(Result<T> r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) throw std::runtime_error(r.status().ToString());
+  return std::move(r).value();
+}
+
+// Every byte value, so that a value is binary-safe end to end (base64 on etcd).
+std::string AllBytes() {
+  std::string s;
+  for (int c = 0; c < 256; ++c) s += static_cast<char>(c);
+  return s;
+}
+
+std::vector<std::string> Keys(const std::vector<KeyValue>& kvs) {
+  std::vector<std::string> out;
+  for (const auto& kv : kvs) out.push_back(kv.key);
+  return out;
+}
+
+TEST_P(StoreTest, PutGetAndListSortedByPrefix) {
+  EXPECT_FALSE(Must(store_->Get(K("missing"))).has_value());
+  for (const char* k : {"a/2", "a/10", "b/1", "a/1", "a"}) Must(store_->Put(K(k), std::string("v") + k));
+  auto a = Must(store_->Get(K("a/10")));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->key, K("a/10"));
+  EXPECT_EQ(a->value, "va/10");
+  EXPECT_GT(a->create_revision, 0);
+  EXPECT_EQ(a->create_revision, a->mod_revision);
+  EXPECT_EQ(a->lease, 0);
+
+  EXPECT_EQ(Keys(Must(store_->List(K("a/")))), (std::vector<std::string>{K("a/1"), K("a/10"), K("a/2")}));
+  EXPECT_EQ(Keys(Must(store_->List(K("a")))), (std::vector<std::string>{K("a"), K("a/1"), K("a/10"), K("a/2")}));
+  EXPECT_TRUE(Must(store_->List(K("c/"))).empty());
+  const auto all = Keys(Must(store_->List("")));
+  EXPECT_TRUE(std::is_sorted(all.begin(), all.end()));
+  EXPECT_EQ(std::count(all.begin(), all.end(), K("b/1")), 1);
+
+  // Binary keys and values of every length mod 3 (base64 padding), the empty value, and
+  // a prefix ending in 0xff (its range end carries into the byte before).
+  const std::string bytes = AllBytes();
+  for (size_t n : {0, 1, 2, 3, 4, 5, 256}) {
+    const std::string key = K("bin/") + std::string(1, '\xff') + std::to_string(n);
+    Must(store_->Put(key, bytes.substr(0, n)));
+    auto kv = Must(store_->Get(key));
+    ASSERT_TRUE(kv.has_value()) << n;
+    EXPECT_EQ(kv->value, bytes.substr(0, n)) << n;
+  }
+  EXPECT_EQ(Must(store_->List(K("bin/") + std::string(1, '\xff'))).size(), 7u);
+  Must(store_->Put(K("bin0"), "after the 0xff prefix"));
+  EXPECT_EQ(Must(store_->List(K("bin/\xff"))).size(), 7u);
+}
+
+TEST_P(StoreTest, RevisionsGrowWithEveryChange) {
+  const int64_t r0 = Must(store_->Revision());
+  EXPECT_GT(r0, 0);
+  const int64_t r1 = Must(store_->Put(K("k"), "1"));
+  EXPECT_GT(r1, r0);
+  EXPECT_GE(Must(store_->Revision()), r1);
+  const int64_t r2 = Must(store_->Put(K("k"), "2"));
+  EXPECT_GT(r2, r1);
+  auto kv = Must(store_->Get(K("k")));
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->create_revision, r1);
+  EXPECT_EQ(kv->mod_revision, r2);
+  ASSERT_OK(store_->Delete(K("k")));
+  EXPECT_GT(Must(store_->Revision()), r2);
+}
+
+TEST_P(StoreTest, CompareAndSwap) {
+  EXPECT_TRUE(Must(store_->CompareAndSwap(K("k"), 0, "first")));        // must not exist: ok
+  EXPECT_FALSE(Must(store_->CompareAndSwap(K("k"), 0, "second")));      // exists now
+  auto kv = Must(store_->Get(K("k")));
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->value, "first");
+  EXPECT_TRUE(Must(store_->CompareAndSwap(K("k"), kv->mod_revision, "third")));
+  EXPECT_FALSE(Must(store_->CompareAndSwap(K("k"), kv->mod_revision, "stale")));  // moved on
+  EXPECT_EQ(Must(store_->Get(K("k")))->value, "third");
+  EXPECT_FALSE(Must(store_->CompareAndSwap(K("absent"), kv->mod_revision, "x")));  // missing key
+  EXPECT_FALSE(Must(store_->Get(K("absent"))).has_value());
+}
+
+TEST_P(StoreTest, DeleteAndDeletePrefix) {
+  ASSERT_OK(store_->Delete(K("never")));  // missing: not an error
+  for (const char* k : {"d/x/1", "d/x/2", "d/y", "e"}) Must(store_->Put(K(k), "v"));
+  ASSERT_OK(store_->Delete(K("e")));
+  EXPECT_FALSE(Must(store_->Get(K("e"))).has_value());
+  ASSERT_OK(store_->DeletePrefix(K("d/x/")));
+  EXPECT_EQ(Keys(Must(store_->List(K("")))), std::vector<std::string>{K("d/y")});
+  ASSERT_OK(store_->DeletePrefix(K("nothing/")));
+}
+
+// Waits (bounded) until `key` is gone; returns how long it took, or -1.
+long long AwaitGone(Store& store, const std::string& key, milliseconds bound) {
+  const auto start = Clock::now();
+  while (MsSince(start) < bound.count()) {
+    auto kv = store.Get(key);
+    if (kv.ok() && !kv->has_value()) return MsSince(start);
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  return -1;
+}
+
+TEST_P(StoreTest, LeaseExpiryRemovesItsKeys) {
+  const LeaseId lease = Must(store_->GrantLease(ShortTtl()));
+  EXPECT_NE(lease, 0);
+  Must(store_->Put(K("leased"), "v", lease));
+  EXPECT_TRUE(Must(store_->CompareAndSwap(K("leased2"), 0, "v", lease)));
+  Must(store_->Put(K("kept"), "v"));
+  auto kv = Must(store_->Get(K("leased")));
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->lease, lease);
+  const int64_t before = Must(store_->Revision());
+
+  // etcd's lessor looks for expired leases every 500 ms, so allow TTL + a few seconds.
+  const long long gone_ms = AwaitGone(*store_, K("leased"), ShortTtl() + milliseconds(etcd() ? 4000 : 1000));
+  ASSERT_GE(gone_ms, 0) << "key with a " << ShortTtl().count() << " ms lease still there";
+  std::cout << "[ info ] " << GetParam() << ": a " << ShortTtl().count() << " ms lease expired after ~"
+            << gone_ms << " ms\n";
+  EXPECT_FALSE(Must(store_->Get(K("leased2"))).has_value());
+  EXPECT_TRUE(Must(store_->Get(K("kept"))).has_value());
+  EXPECT_GT(Must(store_->Revision()), before);
+  const Status st = store_->KeepAlive(lease);
+  EXPECT_EQ(st.code(), StatusCode::kNotFound) << st.ToString();
+  auto put = store_->Put(K("late"), "v", lease);
+  EXPECT_EQ(put.status().code(), StatusCode::kNotFound) << put.status().ToString();
+}
+
+TEST_P(StoreTest, KeepAliveExtendsALease) {
+  const LeaseId lease = Must(store_->GrantLease(ShortTtl()));
+  Must(store_->Put(K("leased"), "v", lease));
+  // Refresh at half the TTL for 1.5 TTLs: the key outlives its first expiry time.
+  for (int i = 0; i < 3; ++i) {
+    std::this_thread::sleep_for(ShortTtl() / 2);
+    ASSERT_OK(store_->KeepAlive(lease));
+  }
+  EXPECT_TRUE(Must(store_->Get(K("leased"))).has_value());
+  ASSERT_OK(store_->RevokeLease(lease));
+}
+
+TEST_P(StoreTest, RevokeRemovesKeysAtOnce) {
+  const LeaseId lease = Must(store_->GrantLease(milliseconds(60000)));
+  Must(store_->Put(K("leased"), "v", lease));
+  ASSERT_OK(store_->RevokeLease(lease));
+  EXPECT_FALSE(Must(store_->Get(K("leased"))).has_value());
+  EXPECT_EQ(store_->KeepAlive(lease).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->Put(K("again"), "v", lease).status().code(), StatusCode::kNotFound);
+  ASSERT_OK(store_->RevokeLease(lease));  // already gone: not an error
+}
+
+TEST_P(StoreTest, WaitForChangeWakesOnAPutFromAnotherThread) {
+  const int64_t rev = Must(store_->Revision());
+  const auto start = Clock::now();
+  std::thread writer([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE(store_->Put(K("k"), "v").ok());
+  });
+  const int64_t woke = Must(store_->WaitForChange(rev, milliseconds(5000)));
+  const long long ms = MsSince(start);
+  writer.join();
+  EXPECT_GT(woke, rev);
+  EXPECT_GE(ms, 90);
+  EXPECT_LT(ms, 2000);
+}
+
+TEST_P(StoreTest, WaitForChangeReturnsAtTheTimeout) {
+  const int64_t rev = Must(store_->Revision());
+  const auto start = Clock::now();
+  EXPECT_EQ(Must(store_->WaitForChange(rev, milliseconds(200))), rev);
+  const long long ms = MsSince(start);
+  EXPECT_GE(ms, 190);
+  EXPECT_LT(ms, 1500);
+}
+
+TEST_P(StoreTest, OpenStoreByUrl) {
+  auto opened = OpenStore(store_->url());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ((*opened)->url(), store_->url());
+}
+
+TEST_P(StoreTest, GlooStoreSetGetWaitWithBinaryData) {
+  auto gloo = MakeGlooStore(store_, K("rdv"));
+  const std::string bytes = AllBytes();
+  const std::vector<char> data(bytes.begin(), bytes.end());
+  gloo->set("addr", data);
+  EXPECT_EQ(gloo->get("addr"), data);
+  auto raw = Must(store_->Get(K("rdv/addr")));  // prefix + "/" + key
+  ASSERT_TRUE(raw.has_value());
+  EXPECT_EQ(raw->value, bytes);
+  gloo->wait({"addr"});
+  gloo->set("addr", {'x'});  // overwriting is allowed
+  EXPECT_EQ(gloo->get("addr"), std::vector<char>{'x'});
+
+  auto slashed = MakeGlooStore(store_, K("rdv/"));  // no double slash
+  EXPECT_EQ(slashed->get("addr"), std::vector<char>{'x'});
+
+  // get() and wait() block until another thread sets the keys.
+  std::thread late([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    gloo->set("late1", {'1'});
+    gloo->set("late2", {'\0', '2'});
+  });
+  const auto start = Clock::now();
+  gloo->wait({"late1", "late2"}, milliseconds(5000));
+  EXPECT_EQ(gloo->get("late2"), (std::vector<char>{'\0', '2'}));
+  EXPECT_GE(MsSince(start), 40);
+  late.join();
+}
+
+TEST_P(StoreTest, GlooStoreWaitThrowsAtTheTimeout) {
+  auto gloo = MakeGlooStore(store_, K("rdv"));
+  gloo->set("here", {'1'});
+  const auto start = Clock::now();
+  try {
+    gloo->wait({"here", "missing"}, milliseconds(150));
+    FAIL() << "wait for a missing key returned";
+  } catch (const gloo::IoException& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(K("rdv/missing")), std::string::npos) << what;
+    EXPECT_EQ(what.find(K("rdv/here")), std::string::npos) << what;
+    EXPECT_NE(what.find(store_->url()), std::string::npos) << what;
+    EXPECT_NE(what.find("timeout"), std::string::npos) << what;  // ProcessGroup reads it as a deadline
+  }
+  const long long ms = MsSince(start);
+  EXPECT_GE(ms, 140);
+  EXPECT_LT(ms, 1500);
+}
+
+TEST_P(StoreTest, TwoProcessGroupsRendezvousThroughTheGlooStore) {
+  auto gloo = MakeGlooStore(store_, K("gloo"));
+  GroupOptions opt;
+  opt.timeout = milliseconds(10000);
+  std::vector<std::vector<float>> results(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      auto pg = ProcessGroup::Connect(gloo, "gen/1/all", r, 2, opt);
+      ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+      std::vector<float> v = {float(r + 1), float(10 * r), -1.0f};
+      ASSERT_TRUE((*pg)->AllReduceSum(v.data(), v.size()).ok());
+      results[r] = v;
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(results[r], (std::vector<float>{3.0f, 10.0f, -2.0f})) << "rank " << r;
+  // Gloo's keys landed under the adapter's prefix.
+  EXPECT_FALSE(Must(store_->List(K("gloo/gen/1/all/"))).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, testing::Values("memory", "etcd"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(OpenStoreTest, RejectsBadUrls) {
+  for (const std::string url : {"", "xyz", "memory:/", "memory://x", "http://127.0.0.1:2379", "etcd://",
+                                "etcd://host", "etcd://host:", "etcd://:2379", "etcd://host:0",
+                                "etcd://host:65536", "etcd://host:12ab", "etcd://host:-1"}) {
+    auto store = OpenStore(url);
+    ASSERT_FALSE(store.ok()) << url;
+    EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << url;
+    const std::string msg = store.status().message();
+    EXPECT_NE(msg.find("--store '" + url + "': expected memory:// or etcd://HOST:PORT"), std::string::npos) << msg;
+  }
+}
+
+TEST(OpenStoreTest, UnreachableEtcdIsUnavailableWithinTheRequestTimeout) {
+  const int port = FreePort();  // nothing listens there
+  const std::string url = "etcd://127.0.0.1:" + std::to_string(port);
+  StoreOptions opt;
+  opt.request_timeout = milliseconds(1000);
+  const auto start = Clock::now();
+  auto store = OpenStore(url, opt);
+  EXPECT_LT(MsSince(start), 1000);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kUnavailable) << store.status().ToString();
+  EXPECT_NE(store.status().message().find(url + ": cannot reach etcd"), std::string::npos) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("is etcd running?"), std::string::npos);
+
+  // Through the Gloo adapter the same error becomes a gloo::IoException.
+  auto etcd = MakeEtcdStore("127.0.0.1", port, opt);
+  ASSERT_TRUE(etcd.ok());
+  auto gloo = MakeGlooStore(*etcd, "rdv");
+  try {
+    gloo->set("k", {'1'});
+    FAIL() << "set on an unreachable etcd returned";
+  } catch (const gloo::IoException& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot reach etcd"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(gloo->wait({"k"}, milliseconds(100)), gloo::IoException);
+}
+
+// An HTTP server on a free loopback port that is not etcd: every POST gets `handler`.
+class FakeServer {
+ public:
+  explicit FakeServer(httplib::Server::Handler handler) {
+    server_.Post(".*", std::move(handler));
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeServer() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(OpenStoreTest, AServerThatIsNotEtcdIsFailedPrecondition) {
+  FakeServer fake([](const httplib::Request&, httplib::Response& res) {
+    res.status = 404;
+    res.set_content("404 page not found", "text/plain");
+  });
+  const std::string url = "etcd://127.0.0.1:" + std::to_string(fake.port());
+  auto store = OpenStore(url);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition) << store.status().ToString();
+  EXPECT_NE(store.status().message().find(url), std::string::npos) << store.status().ToString();
+  EXPECT_NE(store.status().message().find("HTTP 404"), std::string::npos) << store.status().ToString();
+}
+
+TEST(OpenStoreTest, AHungEtcdIsDeadlineExceededAtTheRequestTimeout) {
+  FakeServer fake([](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(milliseconds(500));
+    res.set_content("{}", "application/json");
+  });
+  StoreOptions opt;
+  opt.request_timeout = milliseconds(150);
+  const auto start = Clock::now();
+  auto store = OpenStore("etcd://127.0.0.1:" + std::to_string(fake.port()), opt);
+  const long long ms = MsSince(start);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kDeadlineExceeded) << store.status().ToString();
+  EXPECT_GE(ms, 140);
+  EXPECT_LT(ms, 450);
+}
+
+TEST(OpenStoreTest, MakeEtcdStoreChecksItsArguments) {
+  EXPECT_EQ(MakeEtcdStore("", 2379).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(MakeEtcdStore("h", 0).status().code(), StatusCode::kInvalidArgument);
+  StoreOptions opt;
+  opt.request_timeout = milliseconds(0);
+  EXPECT_EQ(MakeEtcdStore("h", 2379, opt).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace elastrain
