@@ -64,3 +64,50 @@ compare_losses() {
        END { printf "%d losses, max rel diff %.3g\n", n, m; exit !(n > 0 && !missing && m <= 1e-5) }' \
     <(step_losses "$1") <(step_losses "$2")
 }
+
+# --- elastic runs -----------------------------------------------------------------
+TOOLS=$(dirname "$BIN")
+JQ="$TOOLS/json_query"
+# last_step RUN_DIR: the newest step in metrics.jsonl (0 before the first).
+last_step() {
+  local s
+  s=$("$JQ" --jsonl "$1/metrics.jsonl" step 2>/dev/null | sort -n | tail -1)
+  echo "${s:-0}"
+}
+# wait_step RUN_DIR N [SECONDS]: waits until step N is logged (needs log_period=1); false
+# after SECONDS (default 120).
+wait_step() {
+  local deadline=$((SECONDS + ${3:-120}))
+  while [ "$(last_step "$1")" -lt "$2" ]; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.05
+  done
+}
+# ev RUN_DIR EVENT FIELD [K=V ...]: FIELD of each EVENT in events.jsonl (whose fields K equal V).
+ev() {
+  local run=$1 event=$2 field=$3
+  shift 3
+  "$JQ" --jsonl "$run/events.jsonl" event="$event" "$@" "$field" 2>/dev/null || true
+}
+# wait_ev RUN_DIR EVENT [SECONDS] [K=V ...]: waits until EVENT appears.
+wait_ev() {
+  local run=$1 event=$2 deadline=$((SECONDS + ${3:-60}))
+  shift 3 || shift $#
+  until [ -n "$(ev "$run" "$event" time "$@")" ]; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.05
+  done
+}
+# rank_pid RUN_DIR RANK: the pid of a rank of the running generation (elastrain status).
+rank_pid() { "$BIN" status --run-dir "$1" --json | "$JQ" "ranks.$2.pid"; }
+now() { date +%s.%N; }
+# compare_params_within REF OTHER TOL: like compare_params, with tolerance TOL.
+compare_params_within() {
+  [ "$(stat -c %s "$1")" = "$(stat -c %s "$2")" ] || { echo "size differs"; return 1; }
+  paste <(od -An -v -f -w4 "$1") <(od -An -v -f -w4 "$2") | awk -v tol="$3" '
+    { d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; dd += d * d; nn += $1 * $1 }
+    END { r = sqrt(dd / nn); printf "relative L2 diff %.3g, max abs diff %.3g over %d params\n", r, m, NR;
+          exit !(r <= tol) }'
+}
+# A small text corpus that a run goes through several times (epochs).
+make_corpus() { head -c "${2:-24000}" /usr/share/games/fortunes/computers > "$1"; }
