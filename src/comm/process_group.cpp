@@ -89,24 +89,37 @@ milliseconds Remaining(Clock::time_point deadline) {
 // Bounds every store call of connectFullMesh by one deadline, whatever timeout Gloo
 // passes. Needed because Gloo (2022) calls store.get() on peers' "rank_<i>" keys before
 // waiting for them, and FileStore::get then blocks for Store::kDefaultTimeout (30 s)
-// regardless of the context's timeout.
+// regardless of the context's timeout. Waits are cut into slices so that a cancelled
+// rendezvous (its generation is over: a peer will never come) gives up within a slice.
 class DeadlineStore : public gloo::rendezvous::Store {
  public:
-  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline)
-      : inner_(inner), deadline_(deadline) {}
+  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline, std::function<bool()> cancelled)
+      : inner_(inner), deadline_(deadline), cancelled_(std::move(cancelled)) {}
   void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
   std::vector<char> get(const std::string& key) override {
-    inner_.wait({key}, Remaining(deadline_));
+    Wait({key});
     return inner_.get(key);
   }
-  void wait(const std::vector<std::string>& keys) override { inner_.wait(keys, Remaining(deadline_)); }
-  void wait(const std::vector<std::string>& keys, const milliseconds& /*timeout*/) override {
-    inner_.wait(keys, Remaining(deadline_));
-  }
+  void wait(const std::vector<std::string>& keys) override { Wait(keys); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& /*timeout*/) override { Wait(keys); }
 
  private:
+  static constexpr milliseconds kSlice{50};
+  void Wait(const std::vector<std::string>& keys) {
+    if (!cancelled_) return inner_.wait(keys, Remaining(deadline_));
+    for (;;) {
+      if (cancelled_()) GLOO_THROW_IO_EXCEPTION("rendezvous cancelled: the generation was aborted");
+      const milliseconds left = Remaining(deadline_);
+      try {
+        return inner_.wait(keys, std::min(left, kSlice));
+      } catch (const gloo::IoException&) {
+        if (left <= kSlice) throw;  // the real deadline
+      }
+    }
+  }
   gloo::rendezvous::Store& inner_;
   const Clock::time_point deadline_;
+  const std::function<bool()> cancelled_;
 };
 
 template <typename T>
@@ -201,7 +214,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   bool io_error = false;
   try {
     gloo::rendezvous::PrefixStore prefixed(prefix, *store);
-    DeadlineStore bounded(prefixed, start + opt.timeout);
+    DeadlineStore bounded(prefixed, start + opt.timeout, opt.cancelled);
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     // The pairs inherit the context's timeout and allow 5x it for the TCP handshake with a
     // peer that published its address; a fifth keeps that step within opt.timeout too.

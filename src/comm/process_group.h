@@ -53,6 +53,9 @@ struct GroupOptions {
   // names the lost peer rather than only the neighbour whose socket closed. Should
   // return quickly; "" when it knows nothing.
   std::function<std::string()> describe_lost_peers;
+  // Optional: polled (every 50 ms) while Connect waits for peers' keys; true makes it
+  // give up at once with Unavailable (e.g. the generation it would join was aborted).
+  std::function<bool()> cancelled;
 };
 
 // A rendezvous store backed by files under `dir` (created if missing). Any number of

@@ -292,7 +292,9 @@ void Agent::Impl::Handle(LocalWorker& w, const nlohmann::json& m) {
       Urgent();
       return;
     }
-    w.rec.phase = "idle";
+    // A worker that got a preemption notice reports its generation, then leaves: it is
+    // no candidate for the next one.
+    w.rec.phase = m.value("leaving", false) ? "leaving" : "idle";
     w.rec.generation = gen;
     w.rec.outcome = m.value("outcome", "");
     w.rec.stop_reasons = m.value("stop_reasons", 0);
@@ -516,6 +518,10 @@ void Agent::Impl::ApplyStop(const GenerationStop& stop) {
   gen_stop_ = stop;
   for (auto& [id, w] : workers_) {
     if (w.exited || w.assigned_gen != stop.generation) continue;
+    if (stop.abort && w.abort_sent_gen < stop.generation) {
+      (void)w.ch->Send({{"type", "abort"}, {"generation", stop.generation}});
+      w.abort_sent_gen = stop.generation;
+    }
     const int fresh = stop.reasons & ~(w.stop_sent_gen == stop.generation ? w.stop_sent_reasons : 0);
     for (int bit : {kStopResize, kStopUser}) {
       if (!(fresh & bit)) continue;
@@ -576,7 +582,9 @@ Status Agent::Impl::SyncWithStore() {
   }
   if (job_over_ || job_id_.empty()) return Status::OK();
   if (plan && plan->job_id == job_id_ && plan->generation > applied_gen_) ApplyPlan(*plan);
-  if (stop && (stop->generation != gen_stop_.generation || stop->reasons != gen_stop_.reasons)) ApplyStop(*stop);
+  if (stop && (stop->generation != gen_stop_.generation || stop->reasons != gen_stop_.reasons ||
+               stop->abort != gen_stop_.abort))
+    ApplyStop(*stop);
   RunCommands();
   return Status::OK();
 }

@@ -136,7 +136,7 @@ std::vector<Member> Decider::ClassifyMembers(const Plan& plan) const {
     } else if (x.w->rec.phase == "exited") {
       x.fate = Fate::kExited;
       x.desc = x.w->rec.exit_desc;
-    } else if (x.w->rec.phase == "idle" && x.w->rec.generation == plan.generation) {
+    } else if ((x.w->rec.phase == "idle" || x.w->rec.phase == "leaving") && x.w->rec.generation == plan.generation) {
       const std::string& o = x.w->rec.outcome;
       x.fate = o == "completed" ? Fate::kCompleted : o == "stopped" ? Fate::kStopped
                : o == "aborted" ? Fate::kAborted : Fate::kFailed;
@@ -253,8 +253,22 @@ void Decider::EvaluateGeneration() {
     return;
   }
 
-  // The generation is ending.
-  if (r().ending_since == 0) r().ending_since = obs_.now;
+  // The generation is ending. If it lost a member, the others are told to give up at
+  // once (a rendezvous still waiting for the lost one would otherwise wait out its
+  // timeout); members stopping at a step boundary all stop by themselves.
+  if (r().ending_since == 0) {
+    r().ending_since = obs_.now;
+    bool lost_member = false;
+    for (const Member& x : members)
+      lost_member |= x.fate == Fate::kExited || x.fate == Fate::kLost || x.fate == Fate::kFailed ||
+                     x.fate == Fate::kAborted;
+    if (lost_member) {
+      int bits = 0;
+      if (r().stop_sent_gen == g) bits |= kStopUser;
+      if (r().resize_requested_gen == g) bits |= kStopResize;
+      d_.stop = GenerationStop{g, bits, true};
+    }
+  }
   for (const Member& x : members) {
     if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || x.fate == Fate::kStopped) continue;
     if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) continue;

@@ -133,7 +133,8 @@ struct Plan {
 // the next checkpoint boundary, or the user's stop after the current step.
 struct GenerationStop {
   int64_t generation = -1;
-  int reasons = 0;  // StopReason bits
+  int reasons = 0;      // StopReason bits
+  bool abort = false;   // end at once: the generation lost a member (rendezvous included)
 };
 
 struct JobControl {

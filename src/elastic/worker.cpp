@@ -260,6 +260,7 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
                   {"start_step", r.start_step},
                   {"step", r.completed_step},
                   {"state_step", replica_.step},
+                  {"leaving", r.injected_exit || g_preempted != 0},
                   {"error", r.status.ok() ? "" : r.status.message()}});
   if (r.injected_exit) return kExitFailure;
   if (g_preempted) return kExitPreempted;

@@ -143,6 +143,7 @@ Status Trainer::ConnectGroups() {
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
   opt.hostname = ctx_.bind_address;
   opt.describe_lost_peers = ctx_.describe_lost_peers;
+  opt.cancelled = ctx_.control.aborted;
   const Mesh& m = *mesh_;
   auto connect = [&](MeshGroup kind, const std::string& name, std::unique_ptr<ProcessGroup>* out) -> Status {
     std::vector<int> members = m.Group(kind, r);

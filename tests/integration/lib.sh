@@ -4,7 +4,15 @@ BIN=${1:?usage: $0 PATH/TO/elastrain}
 BIN=$(readlink -f "$BIN")
 SRC=${ELASTRAIN_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 WORK=$(mktemp -d /tmp/elastrain_it.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+# Background processes a test starts (heads, agents) are killed when it exits.
+BG_PIDS=()
+bg_track() { BG_PIDS+=("$1"); }
+kill_tracked() {
+  local p
+  for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+trap 'kill_tracked; rm -rf "$WORK"' EXIT
 cd "$WORK"
 PASSED=0
 FAILED=0

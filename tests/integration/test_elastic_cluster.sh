@@ -1,0 +1,89 @@
+# Issue 5, points 5, 6 and 7, in cluster mode: etcd on loopback, `elastrain head`, and
+# agents of one slot each standing for hosts.
+#   6: fewer than MIN slots -> WAITING_FOR_RESOURCES, resumes when agents join;
+#   5: SIGKILL of a whole agent with its worker (host loss) is survived through lease
+#      expiry; a fourth agent joining later grows the world back;
+#   7: killing and restarting the head mid-run loses no progress (training goes on);
+#   6: a job that cannot get MIN workers fails after resource_wait_timeout, saying why.
+source "$(dirname "$0")/lib.sh"
+source "$SRC/tests/integration/etcd_lib.sh"
+start_etcd
+declare -A AGENT
+start_head() {
+  "$BIN" head --store "$ETCD_URL" --port 0 >"$WORK/head$1.log" 2>&1 &
+  HEAD_PID=$!
+  bg_track $HEAD_PID
+  for _ in $(seq 1 100); do
+    HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head$1.log" | head -1 || true)
+    [ -n "$HEAD" ] && return 0
+    sleep 0.05
+  done
+  fail "head did not start: $(cat "$WORK/head$1.log")"
+}
+start_agent() {
+  "$BIN" agent --store "$ETCD_URL" --slots 1 --id "$1" --host-name "$1" --lease-seconds 2 >"$WORK/$1.log" 2>&1 &
+  AGENT[$1]=$!
+  bg_track $!
+}
+field() { "$BIN" status --head "$HEAD" --json 2>/dev/null | "$JQ" "$1" 2>/dev/null || true; }
+# wait_field PATH VALUE SECONDS
+wait_field() {
+  local deadline=$((SECONDS + $3))
+  until [ "$(field "$1")" = "$2" ]; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.1
+  done
+}
+start_head 1
+start_agent h1
+run=runs/cluster
+out=$("$BIN" submit --head "$HEAD" model_name=tiny num_workers=2:4 threads_per_worker=1 steps=150 log_period=1 \
+  eval_interval=0 checkpoint_period=15 resource_wait_timeout=120 worker_heartbeat_timeout=20 \
+  base_output_directory="$WORK/runs" run_name=cluster 2>&1) && pass "submit: $out" || fail "submit: $out"
+
+# 6: one slot for min 2.
+wait_field state WAITING_FOR_RESOURCES 30 && pass "WAITING_FOR_RESOURCES: $(field reason)" || fail "state $(field state)"
+start_agent h2
+start_agent h3
+wait_field state RUNNING 60 && pass "resumed when agents joined: $(field reason)" || fail "state $(field state): $(field reason)"
+wait_field world 3 90 && pass "3 workers on 3 hosts: $("$BIN" status --head "$HEAD" | grep -c ' h[0-9] ') ranks listed" \
+  || fail "world $(field world)"
+
+# 5: host loss.
+wait_step $run 35 120 || fail "no step 35"
+kill -9 "${AGENT[h2]}"
+lost_at=$(now)
+wait_ev $run host_lost 30 && pass "host_lost: $(ev $run host_lost reason)" || fail "no host_lost event"
+t=$(ev $run host_lost time | head -1)
+awk -v a="$lost_at" -v b="$t" 'BEGIN { printf "lease expiry noticed %.2f s after the kill (lease 2 s)\n", b - a; exit !(b - a < 6) }' \
+  && pass "noticed through lease expiry" || fail "host loss noticed late"
+wait_field world 2 60 && pass "the job goes on with 2 workers (generation $(field generation))" || fail "world $(field world)"
+start_agent h4
+wait_field world 3 120 && pass "a fourth agent grew the world back to 3: $(ev $run resize_requested reason | tail -1)" \
+  || fail "world $(field world): $(field reason)"
+grep -q "h4" <<<"$("$BIN" status --head "$HEAD")" && pass "host h4 holds a rank" || fail "h4 has no rank"
+
+# 7: the head dies and comes back.
+gen_before=$(field generation)
+step_before=$(last_step $run)
+kill -9 $HEAD_PID
+sleep 3
+step_down=$(last_step $run)
+[ "$step_down" -gt "$step_before" ] && pass "training went on while the head was down (step $step_before -> $step_down)" \
+  || fail "no progress without the head ($step_before -> $step_down)"
+start_head 2
+wait_field state SUCCEEDED 180 && pass "the job succeeded after the head restarted" || fail "state $(field state): $(field reason)"
+[ -n "$(ev $run controller_resumed time)" ] && pass "events.jsonl: controller_resumed (generation $(ev $run controller_resumed generation))" \
+  || fail "no controller_resumed event"
+[ "$(ev $run controller_resumed generation)" = "$gen_before" ] && pass "the same generation $gen_before ran on: no restart, no lost steps" \
+  || fail "generation changed: $gen_before -> $(ev $run controller_resumed generation)"
+[ "$(last_step $run)" -eq 150 ] && pass "all 150 steps" || fail "last step $(last_step $run)"
+[ "$(field failures)" = "1" ] && pass "one failure counted (the host loss)" || fail "failures $(field failures)"
+
+# 6: a job that can never get its minimum.
+rc=0
+out=$("$BIN" submit --head "$HEAD" --wait model_name=tiny num_workers=5 resource_wait_timeout=3 steps=10 \
+  base_output_directory="$WORK/runs" run_name=toobig 2>&1) || rc=$?
+[ "$rc" -eq 1 ] && grep -q "resource_wait_timeout=3s" <<<"$out" && grep -q "min_workers=5" <<<"$out" \
+  && pass "fails after resource_wait_timeout (exit 1): $(tail -1 <<<"$out")" || fail "exit $rc: $out"
+finish

@@ -1,0 +1,29 @@
+# Issue 5, point 4: a SIGSTOPped worker (elastrain chaos hang) is detected within
+# worker_heartbeat_timeout + 2 s, killed, and the job recovers and completes.
+source "$(dirname "$0")/lib.sh"
+run=runs/hang
+timeout=3
+"$BIN" train model_name=tiny num_workers=2:3 threads_per_worker=1 steps=80 log_period=1 eval_interval=0 \
+  checkpoint_period=20 worker_heartbeat_timeout=$timeout base_output_directory="$WORK/runs" run_name=hang \
+  dashboard_port=0 >"$WORK/out" 2>"$WORK/err" &
+job=$!
+wait_step $run 25 120 || fail "the run did not reach step 25: $(tail -3 "$WORK/err")"
+pid=$(rank_pid $run 1)
+out=$("$BIN" chaos hang --rank 1 --run-dir $run 2>&1) && pass "elastrain chaos hang --rank 1: $out" || fail "chaos: $out"
+stopped=$(now)
+for _ in $(seq 1 100); do
+  [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = "T" ] && break
+  sleep 0.02
+done
+[ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = "T" ] && pass "rank 1 (pid $pid) is stopped (state T)" || fail "pid $pid not stopped"
+rc=0
+wait $job || rc=$?
+[ "$rc" -eq 0 ] && pass "the job completed (exit 0)" || fail "exit $rc: $(tail -3 "$WORK/err")"
+[ "$(last_step $run)" -eq 80 ] && pass "all 80 steps done" || fail "last step $(last_step $run)"
+hung=$(ev $run worker_hung time pid="$pid")
+reason=$(ev $run worker_hung reason pid="$pid")
+[ -n "$hung" ] && pass "worker_hung: $reason" || fail "no worker_hung event for pid $pid"
+awk -v s="$stopped" -v h="$hung" -v t=$timeout 'BEGIN { d = h - s; printf "detected %.2f s after SIGSTOP (timeout %d s)\n", d, t; exit !(d <= t + 2) }' \
+  && pass "detected within worker_heartbeat_timeout + 2 s" || fail "detection too slow (stopped $stopped, event $hung)"
+[ -n "$(ev $run generation_started generation generation=1)" ] && pass "a new generation started" || fail "no generation 1"
+finish
