@@ -99,7 +99,9 @@ class Decider {
   void RecordHostFailure(const std::string& host);
   void TryStart();
   // Idle workers on live agents, in placement order; cooled-down hosts only if needed.
-  std::vector<const ObservedWorker*> Candidates(bool* used_cooled) const;
+  // `running`: workers of the running generation that will join too (a resize); they
+  // count toward min_workers before cooled-down hosts are called on.
+  std::vector<const ObservedWorker*> Candidates(bool* used_cooled, int running = 0) const;
   Plan MakePlan(const std::vector<const ObservedWorker*>& chosen, const Mesh& mesh) const;
 
   const Observation& obs_;
@@ -229,7 +231,7 @@ void Decider::EvaluateGeneration() {
     bool resize = false;
     if (!obs_.stop_requested && r().resize_requested_gen != g && plan.world < s_.max_workers) {
       bool cooled = false;
-      const int available = static_cast<int>(Candidates(&cooled).size());
+      const int available = static_cast<int>(Candidates(&cooled, plan.world).size());
       const int target = ChooseWorldSize(plan.world + available, s_, nullptr);
       if (available > 0 && target > plan.world) {
         resize = true;
@@ -324,7 +326,7 @@ void Decider::EndGeneration(const std::vector<Member>& members) {
       if (k == "failure" || k == "hung" || k == "success") return 0;
       return INT_MAX;  // preempted or terminated: not a cause
     }
-    if (x.fate == Fate::kLost) return 1;
+    if (x.fate == Fate::kLost) return x.w && x.w->departed ? INT_MAX : 1;  // left with a preempted host
     if (x.fate == Fate::kFailed) return 2;
     return INT_MAX;
   };
@@ -369,7 +371,7 @@ void Decider::EndGeneration(const std::vector<Member>& members) {
   TryStart();
 }
 
-std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled) const {
+std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled, int running) const {
   std::vector<const ObservedWorker*> all, usable;
   std::set<std::string> in_plan;
   if (obs_.plan && state() == JobState::kRunning)
@@ -380,7 +382,7 @@ std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled) const 
     all.push_back(&w);
     if (!InCooldown(w.host)) usable.push_back(&w);
   }
-  *used_cooled = static_cast<int>(usable.size()) < s_.min_workers && all.size() > usable.size();
+  *used_cooled = running + static_cast<int>(usable.size()) < s_.min_workers && all.size() > usable.size();
   std::vector<const ObservedWorker*> pick = *used_cooled ? all : usable;
   // Survivors keep their order (their previous ranks); newcomers follow, by id.
   auto prev_rank = [&](const ObservedWorker* w) {
