@@ -131,7 +131,8 @@ int RunElastic(const TrainConfig& cfg) {
   controller.join();
   api.Stop();
   if (!end.ok()) return Fail(end.status());
-  if (end.value() == AgentEnd::kPreempted) {
+  const bool succeeded = record.ok() && record->state == "SUCCEEDED";  // a notice may come after the end
+  if (end.value() == AgentEnd::kPreempted && !succeeded) {
     std::fprintf(stderr, "elastrain: preempted: the workers saved their state and left; run the same command to "
                          "resume\n");
     return kExitPreempted;

@@ -20,6 +20,7 @@
 #include "elastic/job_state.h"
 #include "elastic/process.h"
 #include "elastic/protocol.h"
+#include "kernels/gemm.h"
 
 namespace elastrain {
 
@@ -97,6 +98,12 @@ class Agent::Impl {
       return fmt::format("worker rank {} (pid {}) on host {}", w.rec.rank, w.rec.pid, opt_.host);
     return fmt::format("worker {} (pid {}) on host {}", w.rec.id, w.rec.pid, opt_.host);
   }
+  // threads_per_worker, or this host's cores shared among its slots.
+  int WorkerThreads() const {
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    return settings_.threads_per_worker > 0 ? static_cast<int>(settings_.threads_per_worker)
+                                            : std::max(1, cores / std::max(1, static_cast<int>(slots_.size())));
+  }
   int LiveSlots() const {
     int n = 0;
     for (const Slot& s : slots_) n += s.gone ? 0 : 1;
@@ -140,6 +147,7 @@ class Agent::Impl {
   std::string job_id_;          // the job whose workers run here ("" none)
   JobSpec spec_;
   JobSettings settings_;
+  double peak_flops_ = 0;       // measured SGEMM ceiling of one worker, FLOP/s (0: workers measure)
   bool job_over_ = false;       // the job reached a terminal state
   Plan plan_;
   int64_t applied_gen_ = -1;
@@ -200,9 +208,7 @@ void Agent::Impl::Spawn(int slot) {
     return;
   }
   auto [mine, theirs] = pair.value();
-  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads = settings_.threads_per_worker > 0 ? static_cast<int>(settings_.threads_per_worker)
-                                                       : std::max(1, cores / std::max(1, static_cast<int>(slots_.size())));
+  const int threads = WorkerThreads();
   SpawnSpec spec;
   spec.args = {"worker", "--channel-fd", "3"};
   spec.env = {{"OMP_NUM_THREADS", std::to_string(threads)}, {"OPENBLAS_NUM_THREADS", std::to_string(threads)}};
@@ -224,7 +230,8 @@ void Agent::Impl::Spawn(int slot) {
                           {"config_yaml", spec_.config_yaml},
                           {"worker_id", w.rec.id},
                           {"host", opt_.host},
-                          {"threads", threads}});
+                          {"threads", threads},
+                          {"peak_flops", peak_flops_}});
   if (!st.ok()) LOG_WARN("agent {}: worker {} did not take its job: {}", opt_.id, w.rec.id, st.message());
   slots_[slot].worker = w.rec.id;
   slots_[slot].respawn_at = 0;
@@ -436,6 +443,13 @@ void Agent::Impl::StartJob(const JobSpec& spec) {
   applied_gen_ = -1;
   gen_stop_ = GenerationStop();
   for (Slot& s : slots_) s = Slot();
+  // The SGEMM ceiling (MFU's denominator) of one worker's threads, measured once here
+  // while the host is quiet, rather than by every worker as it starts.
+  peak_flops_ = 0;
+  if (cfg->hardware_peak_tflops <= 0) {
+    SetComputeThreads(WorkerThreads());
+    peak_flops_ = MeasureSgemmGflops() * 1e9;
+  }
   LOG_INFO("agent {}: job {} (run directory {}): starting {} workers", opt_.id, job_id_, spec_.run_dir, slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) Spawn(static_cast<int>(i));
 }

@@ -272,12 +272,18 @@ void Decider::EvaluateGeneration() {
     }
   }
   for (const Member& x : members) {
-    if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || x.fate == Fate::kStopped) continue;
+    const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == "leaving";  // saved, then left on notice
+    if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) continue;
     if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) continue;
     r().noted.push_back(x.m->worker);
     nlohmann::json f = {{"generation", g}, {"rank", x.m->rank}, {"worker", x.m->worker}, {"host", x.m->host},
                         {"pid", x.m->pid}, {"reason", x.desc}, {"step", r().step}};
     std::string name = "worker_error";
+    if (leaving) {
+      name = "worker_preempted";
+      f["reason"] = fmt::format("worker rank {} (pid {}) on host {} saved step {} and left after a preemption notice",
+                                x.m->rank, x.m->pid, x.m->host, x.w->rec.step);
+    }
     if (x.fate == Fate::kLost) name = "host_lost";
     if (x.fate == Fate::kAborted) name = "worker_aborted";
     if (x.fate == Fate::kExited) {

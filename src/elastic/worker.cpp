@@ -1,5 +1,6 @@
 #include "elastic/worker.h"
 
+#include <execinfo.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,6 +31,18 @@ namespace {
 volatile sig_atomic_t g_preempted = 0;
 void OnSigterm(int) { g_preempted = 1; }
 
+// A crash leaves its stack in the worker's log (async-signal-safe calls only), then dies
+// of the same signal so that the agent sees what killed it.
+void OnCrash(int sig) {
+  const char head[] = "worker: fatal signal; stack:\n";
+  (void)!::write(STDERR_FILENO, head, sizeof(head) - 1);
+  void* frames[64];
+  const int n = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
 // How often a worker tells its agent it is alive, whatever it is doing.
 constexpr std::chrono::milliseconds kTickInterval{250};
 // How long a fresh worker waits for its job message before giving up.
@@ -43,8 +56,10 @@ class Inbox {
   void Start() {
     reader_ = std::thread([this] { Read(); });
   }
+  // Ends the reader thread (within one short poll) before the channel goes away.
   ~Inbox() {
-    if (reader_.joinable()) reader_.detach();  // blocked in poll on a channel we close at exit
+    stopping_ = true;
+    if (reader_.joinable()) reader_.join();
   }
   // The next assignment, or nullopt when told to exit or the agent is gone.
   std::optional<nlohmann::json> NextAssignment() {
@@ -65,8 +80,8 @@ class Inbox {
 
  private:
   void Read() {
-    for (;;) {
-      auto m = ch_->Receive(std::chrono::milliseconds(1000));
+    while (!stopping_) {
+      auto m = ch_->Receive(std::chrono::milliseconds(50));
       if (!m.ok()) break;  // the agent is gone
       if (!m.value()) continue;
       const nlohmann::json& msg = *m.value();
@@ -96,6 +111,7 @@ class Inbox {
     if (a->load() < v) a->store(v);  // only the reader thread writes
   }
   Channel* ch_;
+  std::atomic<bool> stopping_{false};
   std::thread reader_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -179,7 +195,7 @@ class WorkerProcess {
   TrainConfig cfg_;
   std::string worker_id_, host_;
   double peak_flops_ = 0;
-  Replica replica_;
+  CarriedState carried_;
   std::atomic<bool> done_{false};
   std::thread ticker_;
 };
@@ -190,8 +206,19 @@ Status WorkerProcess::Init(const nlohmann::json& job) {
   ELASTRAIN_ASSIGN_OR_RETURN(cfg_, LoadConfigText(job.value("config_yaml", ""), "job config"));
   SetLogLevel(cfg_.log_level);
   SetComputeThreads(job.value("threads", 0));
-  // Measured once per process: a recovery does not pay for it again.
-  if (cfg_.hardware_peak_tflops <= 0) peak_flops_ = MeasureSgemmGflops() * 1e9;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  // The MFU denominator: measured once per host by the agent when it can, else here,
+  // once per process; a recovery does not pay for it again.
+  peak_flops_ = job.value("peak_flops", 0.0);
+  if (peak_flops_ <= 0 && cfg_.hardware_peak_tflops <= 0) peak_flops_ = MeasureSgemmGflops() * 1e9;
+  const double t_peak = since();
+  // Allocated before this worker says it is ready, so that joining a generation costs a
+  // rendezvous, not page faults. A mesh that cannot be planned yet is not an error here.
+  Status st = PrepareCarriedState(cfg_, &carried_);
+  if (!st.ok()) LOG_WARN("worker {}: nothing prepared in advance: {}", worker_id_, st.message());
+  LOG_INFO("worker {}: ready in {:.3f}s (SGEMM ceiling {:.3f}s, buffers {:.3f}s)", worker_id_, since(), t_peak,
+           since() - t_peak);
   return Status::OK();
 }
 
@@ -219,11 +246,11 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
   const int64_t gen = a.value("generation", int64_t{-1});
   if (!ctx_or.ok()) {
     (void)ch_.Send({{"type", "ended"}, {"generation", gen}, {"outcome", "failed"}, {"error", ctx_or.status().message()},
-                    {"state_step", replica_.step}});
+                    {"state_step", carried_.step}});
     return -1;
   }
   WorkerContext ctx = std::move(ctx_or.value());
-  ctx.replica = &replica_;
+  ctx.carried = &carried_;
   ctx.peak_flops = peak_flops_;
   const int64_t period = cfg_.enable_checkpointing ? cfg_.checkpoint_period : 1;
   ctx.control.stop_reasons = [this, gen, period](int64_t step) {
@@ -259,7 +286,7 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
                   {"stop_reasons", r.stop_reasons},
                   {"start_step", r.start_step},
                   {"step", r.completed_step},
-                  {"state_step", replica_.step},
+                  {"state_step", carried_.step},
                   {"leaving", r.injected_exit || g_preempted != 0},
                   {"error", r.status.ok() ? "" : r.status.message()}});
   if (r.injected_exit) return kExitFailure;
@@ -274,6 +301,7 @@ int WorkerProcess::Run() {
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGINT, SIG_IGN);
   signal(SIGPIPE, SIG_IGN);
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, OnCrash);
 
   auto job = ch_.Receive(kJobMessageTimeout);
   if (!job.ok() || !job.value() || job.value()->value("type", "") != "job") {
@@ -288,7 +316,7 @@ int WorkerProcess::Run() {
   }
   inbox_.Start();
   ticker_ = std::thread([this] { Tick(); });
-  (void)ch_.Send({{"type", "ready"}, {"pid", static_cast<int>(::getpid())}, {"state_step", replica_.step}});
+  (void)ch_.Send({{"type", "ready"}, {"pid", static_cast<int>(::getpid())}, {"state_step", carried_.step}});
   int code = kExitSuccess;
   for (;;) {
     if (g_preempted) {

@@ -211,6 +211,13 @@ void Transformer<T>::Hook(const std::function<Status(int)>& f, int unit) {
 }
 
 template <typename T>
+bool Transformer<T>::KeepGoing() {
+  if (comm_status_.ok() && cancelled_ && cancelled_())
+    comm_status_ = Status::Unavailable("the step was cancelled: the generation is over");
+  return comm_status_.ok();
+}
+
+template <typename T>
 const T* Transformer<T>::RowParallelBias(const T* w, int64_t off) const {
   return off >= 0 && tensor_rank_ == 0 ? w + off : nullptr;
 }
@@ -228,6 +235,7 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   Hook(hooks_.acquire, post);
   k::embedding_forward(resid_[0], inputs, w + layout_.wte, llama ? nullptr : w + layout_.wpe, rows, seq_len_, C);
   for (int64_t l = 0; l < L; ++l) {
+    if (!KeepGoing()) return 0.0;
     Hook(hooks_.acquire, 1 + l);
     LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);
     Hook(hooks_.release, 1 + l);
@@ -259,6 +267,7 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   if (llama) k::rmsnorm_backward(d_resid_, g + layout_.final_norm_w, d_norm_, resid_[L], w + layout_.final_norm_w, final_rstd_, N, C);
   else k::layernorm_backward(d_resid_, g + layout_.final_norm_w, g + layout_.final_norm_b, d_norm_, resid_[L], w + layout_.final_norm_w, final_mean_, final_rstd_, N, C);
   for (int64_t l = L - 1; l >= 0; --l) {
+    if (!KeepGoing()) return 0.0;
     // Recomputing writes the same values into resid_[l+1] again; it is no longer read.
     Hook(hooks_.acquire, 1 + l);
     if (remat) LayerForward(l, w, ActsFor(l), resid_[l], resid_[l + 1], rows);

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+
+#include "common/memory.h"
 #include <memory>
 #include <vector>
 
@@ -60,6 +62,10 @@ class Transformer {
     std::function<Status(int unit)> acquire, release, grads_ready;
   };
   void SetUnitHooks(UnitHooks hooks) { hooks_ = std::move(hooks); }
+  // Polled at every layer boundary of forward and backward: true abandons the pass at
+  // once (comm_status() becomes Unavailable), so that ranks whose peer died stop within
+  // a layer's compute instead of finishing a step whose gradient can never be reduced.
+  void SetCancelCheck(std::function<bool()> cancelled) { cancelled_ = std::move(cancelled); }
 
   // The first collective failure of the last Forward/ForwardBackward (then its results
   // are meaningless), or OK.
@@ -89,7 +95,10 @@ class Transformer {
   AllReduceFn tensor_allreduce_;
   UnitHooks hooks_;
   Status comm_status_;
-  std::vector<T> acts_;  // every activation buffer, carved into the views below
+  std::function<bool()> cancelled_;
+  // False once the pass cannot produce a useful result (a collective failed, or cancelled).
+  bool KeepGoing();
+  std::vector<T, PopulatedAllocator<T>> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
   std::vector<std::unique_ptr<LayerActs>> layer_acts_;
   std::vector<T*> resid_;  // L+1 residual-stream buffers (N,C): resid_[l] is layer l's input

@@ -26,7 +26,8 @@ std::string ShardsJson(const std::string& dir, int rank) { return fmt::format("{
 }  // namespace
 
 Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh,
-                           MeshCoords coords, TrainState* state, ProcessGroup* world, EventLog* events)
+                           MeshCoords coords, TrainState* state, ProcessGroup* world, EventLog* events,
+                           std::shared_ptr<FloatBuffer> snapshot)
     : cfg_(cfg),
       run_dir_(std::move(run_dir)),
       rank_(rank),
@@ -36,8 +37,9 @@ Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank
       world_(world),
       events_(events) {
   // Fault the snapshot's pages in now, during initialisation, not in the first save's stall.
-  if (cfg_.enable_checkpointing && writes())
-    snapshot_ = std::make_shared<std::vector<float>>(kKinds * state_->shard_size());
+  const size_t want = static_cast<size_t>(kKinds * state_->shard_size());
+  if (snapshot && snapshot->size() == want) snapshot_ = std::move(snapshot);
+  else if (cfg_.enable_checkpointing && writes()) snapshot_ = std::make_shared<FloatBuffer>(want);
 }
 
 Checkpointer::~Checkpointer() {
@@ -154,7 +156,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
   // One buffer for the life of the run: its pages are faulted in once, not per save
   // (a fresh 1.5 GB allocation costs seconds of page faults). The previous save is done
   // with it (Flush above).
-  if (!snapshot_) snapshot_ = std::make_shared<std::vector<float>>(writes() ? kKinds * n : 0);
+  if (!snapshot_) snapshot_ = std::make_shared<FloatBuffer>(writes() ? kKinds * n : 0);
   auto snapshot = snapshot_;  // the constructor sized it
   const std::string dir = ckpt::CheckpointDir(run_dir_, step);
   const double stall = SecondsSince(t0);  // the copy's own wait is added by WaitForSnapshot
@@ -189,7 +191,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
   return Status::OK();
 }
 
-Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
+Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::shared_ptr<FloatBuffer> snapshot,
                                        ckpt::DataState data, double stall, double waited) {
   auto t0 = Clock::now();
   if (writes()) {

@@ -42,8 +42,11 @@ struct RestoreResult {
 
 class Checkpointer {
  public:
+  // `snapshot`: a buffer an earlier Checkpointer of this process used (snapshot_buffer()),
+  // reused when its size fits, so that its pages are not faulted in again; may be null.
   Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh, MeshCoords coords,
-               TrainState* state, ProcessGroup* world, EventLog* events);
+               TrainState* state, ProcessGroup* world, EventLog* events,
+               std::shared_ptr<FloatBuffer> snapshot = nullptr);
   ~Checkpointer();  // waits for a save in flight
   Checkpointer(const Checkpointer&) = delete;
   Checkpointer& operator=(const Checkpointer&) = delete;
@@ -61,6 +64,8 @@ class Checkpointer {
   void Abort() { aborted_ = true; }
   // Called (on the writer thread) with the step of each checkpoint the chief commits.
   void set_on_commit(std::function<void(int64_t)> f) { on_commit_ = std::move(f); }
+  // The snapshot buffer, for the next generation's Checkpointer (after this one is done).
+  std::shared_ptr<FloatBuffer> snapshot_buffer() const { return snapshot_; }
   // The step LATEST points at (committed), or -1.
   int64_t LatestCommittedStep() const;
   // Removes checkpoint directories that are not committed: saves abandoned by an earlier
@@ -82,7 +87,7 @@ class Checkpointer {
   Status RestoreFrom(const std::string& dir, bool full_state, int64_t* step);
   void RemoveNewerThan(int64_t step);
   // Runs in the background: write this rank's files, then (chief) commit.
-  Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<std::vector<float>> snapshot,
+  Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<FloatBuffer> snapshot,
                            ckpt::DataState data, double stall_seconds, double waited_seconds);
   Status CommitAsChief(int64_t step, const std::string& dir, const ckpt::DataState& data);
   // This rank's pieces (what it owns and writes), in OwnedRuns order; replicated tensors
@@ -100,7 +105,7 @@ class Checkpointer {
   ProcessGroup* world_;
   EventLog* events_;
   std::thread pending_;
-  std::shared_ptr<std::vector<float>> snapshot_;  // the in-memory copy a save writes from
+  std::shared_ptr<FloatBuffer> snapshot_;  // the in-memory copy a save writes from
   std::mutex copy_mu_;
   std::condition_variable copy_cv_;
   bool copy_done_ = true;  // GUARDED_BY(copy_mu_): the snapshot holds the state of the save

@@ -18,8 +18,10 @@ constexpr size_t kAllReduceBucketElems = size_t{1} << 20;
 }  // namespace
 
 // ---------------------------------------------------------------- ReleasableBuffer
-ReleasableBuffer::ReleasableBuffer(int64_t floats) : bytes_(std::max<size_t>(1, floats * sizeof(float))) {
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+ReleasableBuffer::ReleasableBuffer(int64_t floats, bool populate)
+    : bytes_(std::max<size_t>(1, floats * sizeof(float))) {
+  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
+                   -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   data_ = static_cast<float*>(p);
 }
@@ -56,9 +58,12 @@ TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords c
   local_layout_ = BuildParamLayout(local_);
   sharding_ = ShardingTable(global_, mesh.tensor());
   params_.~ReleasableBuffer();
-  new (&params_) ReleasableBuffer(local_layout_.total);
+  // Unsharded, both buffers are used whole every step: map them now. With FSDP a layer's
+  // pages exist only while it is in use.
+  const bool whole = mesh.fsdp() == 1;
+  new (&params_) ReleasableBuffer(local_layout_.total, whole);
   grads_.~ReleasableBuffer();
-  new (&grads_) ReleasableBuffer(local_layout_.total);
+  new (&grads_) ReleasableBuffer(local_layout_.total, whole);
 
   // Units: before layer 0, each layer, after the last layer.
   std::vector<std::pair<int64_t, int64_t>> ranges;
@@ -178,7 +183,24 @@ void TrainState::CopyLocalGlobal(float* local, int t, float* global, bool to_glo
   }
 }
 
+bool TrainState::CanRebind(const Mesh& mesh, MeshCoords coords) const {
+  return mesh.fsdp() == mesh_.fsdp() && mesh.tensor() == mesh_.tensor() && coords.fsdp == coords_.fsdp &&
+         coords.tensor == coords_.tensor;
+}
+
+Status TrainState::Rebind(const Mesh& mesh, MeshCoords coords, RankGroups groups) {
+  if (!CanRebind(mesh, coords))
+    return Status::InvalidArgument("train state of mesh " + mesh_.ToString() + " cannot move to mesh " +
+                                   mesh.ToString() + " (its fsdp or tensor layout differs)");
+  mesh_ = mesh;
+  coords_ = coords;
+  g_ = groups;
+  return Status::OK();
+}
+
 void TrainState::InitParams(uint64_t seed) {
+  std::fill(m_.begin(), m_.end(), 0.f);
+  std::fill(v_.begin(), v_.end(), 0.f);
   if (mesh_.tensor() == 1) {
     elastrain::InitParams(global_, global_layout_, seed, params_.data());
   } else {

@@ -21,6 +21,7 @@
 #include "comm/mesh.h"
 #include "comm/process_group.h"
 #include "comm/sharding.h"
+#include "common/memory.h"
 #include "model/layout.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
@@ -39,7 +40,8 @@ struct RankGroups {
 // Anonymous memory whose pages can be handed back to the kernel (they read as zeros).
 class ReleasableBuffer {
  public:
-  explicit ReleasableBuffer(int64_t floats = 0);
+  // populate: map every page now (a buffer that is used whole); else on first touch.
+  explicit ReleasableBuffer(int64_t floats = 0, bool populate = false);
   ~ReleasableBuffer();
   ReleasableBuffer(const ReleasableBuffer&) = delete;
   ReleasableBuffer& operator=(const ReleasableBuffer&) = delete;
@@ -66,8 +68,15 @@ class TrainState {
   Transformer<float>::UnitHooks Hooks();
 
   // Initialises from init_weights_seed exactly as a single process would (the global
-  // tensors are drawn, then this rank keeps its slices and chunks).
+  // tensors are drawn, then this rank keeps its slices and chunks); zeroes the AdamW moments.
   void InitParams(uint64_t seed);
+  // True when this state can move to `mesh` at `coords` unchanged: the same fsdp and
+  // tensor degrees and coordinates, so every buffer keeps its meaning (a data-parallel
+  // resize). The values stay; only the groups change.
+  bool CanRebind(const Mesh& mesh, MeshCoords coords) const;
+  // Moves to `mesh` and its groups (requires CanRebind: InvalidArgument otherwise).
+  Status Rebind(const Mesh& mesh, MeshCoords coords, RankGroups groups);
+
   void ZeroGrads();
   Status ReduceGradients();
   // Global-norm clipping of the reduced shard; returns the norm before clipping.
@@ -119,12 +128,12 @@ class TrainState {
   std::vector<Unit> units_;
   int64_t shard_size_ = 0;
   ReleasableBuffer params_, grads_;                // local_size floats of address space
-  std::vector<float> param_shard_, grad_shard_;    // FSDP: this rank's chunks
-  std::vector<float> m_, v_;                       // AdamW moments of the shard
-  std::vector<float> unit_buf_, chunk_buf_;        // padded unit / one chunk, for collectives
+  FloatBuffer param_shard_, grad_shard_;           // FSDP: this rank's chunks
+  FloatBuffer m_, v_;                              // AdamW moments of the shard
+  FloatBuffer unit_buf_, chunk_buf_;               // padded unit / one chunk, for collectives
   // Per shard element: 1 for tensor-split tensors, 1/tensor for replicated ones (every
   // tensor rank holds them), 0 in padding: the weights of the global gradient norm.
-  std::vector<float> norm_weight_;
+  FloatBuffer norm_weight_;
 };
 
 }  // namespace elastrain

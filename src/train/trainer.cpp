@@ -60,8 +60,8 @@ class Trainer {
   Status Run(GenerationResult* out);
   int64_t completed_step() const { return completed_step_; }
   int64_t start_step() const { return start_step_; }
-  // Copies the state into ctx.replica when this mesh holds a full replica.
-  void ExportReplica();
+  // Hands the state, model and snapshot buffer back to ctx.carried.
+  void HandBack();
 
  private:
   Status ConnectGroups();
@@ -76,6 +76,12 @@ class Trainer {
   Result<double> Evaluate();  // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
   Status MaybeInjectFailure(int64_t done, GenerationResult* out);
+  // A step cancelled because the generation lost a member says which one, when known.
+  Status NameLostPeers(const Status& st) const {
+    if (st.ok() || !ctx_.describe_lost_peers || st.message().find("cancelled") == std::string::npos) return st;
+    const std::string lost = ctx_.describe_lost_peers();
+    return lost.empty() ? st : Status::Unavailable(st.message() + "; " + lost);
+  }
   void Phase(const std::string& p) {
     if (ctx_.control.on_phase) ctx_.control.on_phase(p);
   }
@@ -130,6 +136,7 @@ class Trainer {
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
   bool clean_exit_ = false;
   bool restored_ = false;  // the state holds a restored (or trained) step
+  int64_t state_step_ = -1;  // the step state_'s values hold (-1: unknown or being overwritten)
   Clock::time_point start_;
 };
 
@@ -223,23 +230,44 @@ Status Trainer::Setup() {
     ELASTRAIN_RETURN_IF_ERROR(events_.Open(run_dir_ + "/events.jsonl"));
   }
   ELASTRAIN_RETURN_IF_ERROR(OpenData());
+  const double t_data = SecondsSince(start_);
   ELASTRAIN_RETURN_IF_ERROR(ConnectGroups());
+  const double t_connect = SecondsSince(start_);
 
-  model_ = std::make_unique<Transformer<float>>(local, cfg_.per_device_batch_size, T_,
-                                                remat ? RematPolicy::kFull : RematPolicy::kNone);
+  CarriedState* carried = ctx_.carried;
+  if (carried && carried->model && carried->model_tensor == mesh_->tensor()) {
+    model_ = std::move(carried->model);
+  } else {
+    if (carried) carried->model.reset();
+    model_ = std::make_unique<Transformer<float>>(local, cfg_.per_device_batch_size, T_,
+                                                  remat ? RematPolicy::kFull : RematPolicy::kNone);
+  }
+  model_->SetTensorParallel(coords_.tensor, nullptr);
   if (mesh_->tensor() > 1) {
     ProcessGroup* tg = tensor_.get();
     model_->SetTensorParallel(coords_.tensor, [tg](float* d, int64_t n) { return tg->AllReduceSum(d, n); });
   }
+  model_->SetCancelCheck(ctx_.control.aborted);
   RankGroups groups{world_.get(), tensor_.get(), fsdp_.get(), data_group_.get()};
-  state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
+  if (carried && carried->state && carried->state->CanRebind(*mesh_, coords_)) {
+    state_ = std::move(carried->state);
+    ELASTRAIN_RETURN_IF_ERROR(state_->Rebind(*mesh_, coords_, groups));
+    state_step_ = carried->step;  // its values are intact until this generation overwrites them
+  } else {
+    if (carried) carried->state.reset();  // free it before allocating the new one
+    state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
+    state_step_ = -1;
+  }
+  if (carried) carried->step = -1;  // the state is this generation's now; HandBack says what it holds
   model_->SetUnitHooks(state_->Hooks());
   ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
-                                         &events_);
+                                         &events_, carried ? std::move(carried->snapshot) : nullptr);
   ckpt_->set_on_commit(ctx_.control.on_checkpoint);
   sample_.resize(T_ + 1);
   inputs_.resize(cfg_.per_device_batch_size * T_);
   targets_.resize(cfg_.per_device_batch_size * T_);
+  LOG_INFO("generation {}: set up in {:.3f}s (data {:.3f}s, rendezvous {:.3f}s, buffers {:.3f}s)", ctx_.generation,
+           SecondsSince(start_), t_data, t_connect - t_data, SecondsSince(start_) - t_connect);
 
   flops_per_token_ = TrainingFlopsPerToken(cfg_.model, T_);
   const double rank_peak = ctx_.peak_flops > 0 ? ctx_.peak_flops : MeasureSgemmGflops() * 1e9;
@@ -264,6 +292,7 @@ Status Trainer::Setup() {
 // ---------------------------------------------------------------- restoring
 Status Trainer::Restore() {
   Phase("restore");
+  const auto restore_start = Clock::now();
   bool from_memory = ctx_.restore.kind == RestoreSpec::Kind::kMemory && holds_replica();
   if (from_memory) {
     // A checkpoint committed after the replica's step (a report the controller missed)
@@ -279,12 +308,18 @@ Status Trainer::Restore() {
   if (from_memory) {
     ELASTRAIN_RETURN_IF_ERROR(RestoreFromMemory());
   } else {
+    state_step_ = -1;
     state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
     ELASTRAIN_ASSIGN_OR_RETURN(RestoreResult restored, ckpt_->Restore());
     start_step_ = restored.step;
+    state_step_ = start_step_;
   }
   if (is_chief() && from_memory) ckpt_->RemoveUncommitted();
   completed_step_ = start_step_;
+  if (is_chief())
+    events_.Emit("state_restored", {{"generation", ctx_.generation}, {"step", start_step_}, {"world", ctx_.world},
+                                    {"kind", from_memory ? "memory" : start_step_ > 0 ? "checkpoint" : "fresh"},
+                                    {"seconds", SecondsSince(restore_start)}});
   restored_ = true;
   if (is_chief())
     ELASTRAIN_RETURN_IF_ERROR(
@@ -301,49 +336,86 @@ Status Trainer::Restore() {
 Status Trainer::RestoreFromMemory() {
   auto t0 = Clock::now();
   const int64_t step = ctx_.restore.step;
+  const int source = ctx_.restore.source_rank;
   const int64_t n = state_->shard_size();
-  Replica* rep = ctx_.replica;
-  const bool have = rep && rep->valid() && rep->step == step && static_cast<int64_t>(rep->params.size()) == n;
-  float* dst[3] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
-  if (have) {
-    std::memcpy(dst[0], rep->params.data(), n * sizeof(float));
-    std::memcpy(dst[1], rep->adam_m.data(), n * sizeof(float));
-    std::memcpy(dst[2], rep->adam_v.data(), n * sizeof(float));
+  // Survivors hold the state already (the same TrainState, rebound to this mesh);
+  // newcomers, and survivors one step behind, receive it from the source over a group
+  // of just those ranks.
+  const bool have = state_step_ == step;
+  std::vector<int64_t> need(ctx_.world, 0);
+  const int64_t mine = have ? 0 : 1;
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllGather(&mine, 1, need.data()));
+  else need[0] = mine;
+  if (need[source])
+    return Status::Internal(fmt::format("rank {} was named the source of the step-{} state but does not hold it",
+                                        source, step));
+  std::vector<int> members = {source};
+  for (int r = 0; r < ctx_.world; ++r)
+    if (need[r]) members.push_back(r);
+  const auto it = std::find(members.begin(), members.end(), ctx_.rank);
+  if (members.size() > 1 && it != members.end()) {
+    if (!have) state_step_ = -1;  // overwritten from here on
+    std::shared_ptr<gloo::rendezvous::Store> store = ctx_.store;
+    if (!store) {
+      ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(ctx_.rendezvous_dir));
+    }
+    GroupOptions opt;
+    opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
+    opt.hostname = ctx_.bind_address;
+    opt.describe_lost_peers = ctx_.describe_lost_peers;
+    opt.cancelled = ctx_.control.aborted;
+    const int me = static_cast<int>(it - members.begin());
+    ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> transfer,
+                               ProcessGroup::Connect(store, ctx_.prefix + "/restore", me,
+                                                     static_cast<int>(members.size()), opt));
+    for (float* d : {state_->shard_params(), state_->adam_m(), state_->adam_v()})
+      ELASTRAIN_RETURN_IF_ERROR(transfer->Broadcast(d, n, /*root=*/0));
   }
-  // Ranks without the replica at that step (newcomers, or survivors one step behind)
-  // receive it from the source; skipped when every rank has it.
-  double missing = have ? 0 : 1;
-  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&missing, 1));
-  if (missing > 0 && ctx_.rank == ctx_.restore.source_rank && !have)
-    return Status::Internal(fmt::format("rank {} was named the source of the step-{} replica but holds {}",
-                                        ctx_.rank, step, rep && rep->valid() ? rep->step : -1));
-  if (missing > 0)
-    for (float* d : dst) ELASTRAIN_RETURN_IF_ERROR(world_->Broadcast(d, n, ctx_.restore.source_rank));
+  state_step_ = step;
   start_step_ = step;
   const double secs = SecondsSince(t0);
-  LOG_INFO("restored step {} from memory ({}, {} of {} ranks received it) in {:.3f}s", step,
-           have ? "own replica" : fmt::format("sent by rank {}", ctx_.restore.source_rank), missing, ctx_.world, secs);
+  const int sent = static_cast<int>(members.size()) - 1;
+  LOG_INFO("restored step {} from memory ({}; {} of {} ranks received it from rank {}) in {:.3f}s", step,
+           have ? "held it" : "received it", sent, ctx_.world, source, secs);
   if (is_chief())
-    events_.Emit("memory_restored", {{"step", step}, {"generation", ctx_.generation}, {"source_rank",
-                                                                                        ctx_.restore.source_rank},
-                                     {"ranks_sent", missing}, {"seconds", secs}});
+    events_.Emit("memory_restored", {{"step", step}, {"generation", ctx_.generation}, {"source_rank", source},
+                                     {"ranks_sent", sent}, {"seconds", secs}});
   return Status::OK();
 }
 
-void Trainer::ExportReplica() {
-  Replica* rep = ctx_.replica;
-  // A generation that never restored leaves the replica it was given untouched: a
-  // survivor whose next rendezvous fails still holds its state for the one after.
-  if (!rep || !restored_) return;
-  if (!holds_replica()) {  // the state now lives in shards; the old replica is stale
-    *rep = Replica();
-    return;
+void Trainer::HandBack() {
+  CarriedState* c = ctx_.carried;
+  if (!c) return;
+  if (ckpt_) {
+    if (!clean_exit_) ckpt_->Abort();
+    c->snapshot = ckpt_->snapshot_buffer();
+    ckpt_.reset();  // joins a save in flight before the buffer is reused
   }
-  const int64_t n = state_->shard_size();
-  rep->params.assign(state_->shard_params(), state_->shard_params() + n);
-  rep->adam_m.assign(state_->adam_m(), state_->adam_m() + n);
-  rep->adam_v.assign(state_->adam_v(), state_->adam_v() + n);
-  rep->step = completed_step_;
+  if (model_) {
+    c->model = std::move(model_);
+    c->model_tensor = mesh_->tensor();
+  }
+  if (state_) {
+    c->step = holds_replica() ? state_step_ : -1;
+    c->state = std::move(state_);
+  }
+}
+
+// The pieces a worker's first generation will most likely need, built while it waits.
+Status PrepareCarriedStateImpl(const TrainConfig& cfg, CarriedState* c) {
+  ELASTRAIN_ASSIGN_OR_RETURN(Mesh mesh, ResolveMeshForConfig(cfg, cfg.max_workers));
+  ELASTRAIN_ASSIGN_OR_RETURN(ModelConfig local, TensorLocalConfig(cfg.model, mesh.tensor()));
+  c->model = std::make_unique<Transformer<float>>(local, cfg.per_device_batch_size, cfg.max_target_length,
+                                                  cfg.remat_policy == "full" ? RematPolicy::kFull : RematPolicy::kNone);
+  c->model_tensor = mesh.tensor();
+  if (mesh.fsdp() == 1 && mesh.tensor() == 1) {  // data parallel: a whole state, rebound later
+    const Mesh one(1, 1, 1);
+    c->state = std::make_unique<TrainState>(cfg.model, one, one.Coords(0), RankGroups{});
+    if (cfg.enable_checkpointing)
+      c->snapshot = std::make_shared<FloatBuffer>(3 * c->state->shard_size());
+  }
+  c->step = -1;
+  return Status::OK();
 }
 
 // ---------------------------------------------------------------- a step
@@ -376,16 +448,18 @@ Result<double> Trainer::TrainStep(int64_t step, int* stop) {
     const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(rows.size()) - begin, 0, cfg_.per_device_batch_size);
     LoadRows(Split::kTrain, rows, begin, n);
     loss_sum += model_->ForwardBackward(state_->params(), state_->grads(), inputs_.data(), targets_.data(), n, dloss);
-    ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
+    ELASTRAIN_RETURN_IF_ERROR(NameLostPeers(model_->comm_status()));
   }
   ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
   ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   ckpt_->WaitForSnapshot();  // a save in flight must have copied the state first
+  state_step_ = -1;  // a crash inside the update would leave a mix of two steps
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
   // The step is done here, on this rank: the update is local, so whatever fails later
   // leaves a consistent state at step + 1.
   completed_step_ = step + 1;
+  state_step_ = completed_step_;
   // Tensor peers computed the same loss: the world sum counts each batch shard `tensor`
   // times. The same collective carries every rank's stop requests, so that all ranks
   // agree to stop after the same step.
@@ -414,7 +488,7 @@ Result<double> Trainer::Evaluate() {
     const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(idx.size()) - begin, 0, cfg_.per_device_batch_size);
     LoadRows(Split::kEval, idx, begin, n);
     loss_sum += model_->Forward(state_->params(), inputs_.data(), targets_.data(), n);
-    ELASTRAIN_RETURN_IF_ERROR(model_->comm_status());
+    ELASTRAIN_RETURN_IF_ERROR(NameLostPeers(model_->comm_status()));
   }
   loss_sum /= mesh_->tensor();
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&loss_sum, 1));
@@ -460,7 +534,8 @@ Status Trainer::Run(GenerationResult* out) {
   double timed_seconds = 0;
   for (int64_t step = start_step_; step < cfg_.steps; ++step) {
     if (ctx_.control.aborted && ctx_.control.aborted())
-      return Status::Unavailable(fmt::format("generation {} was aborted by the controller", ctx_.generation));
+      return NameLostPeers(
+          Status::Unavailable(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
     auto t0 = Clock::now();
     int stop = 0;
     ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
@@ -590,8 +665,15 @@ GenerationResult RunGeneration(const TrainConfig& cfg, const WorkerContext& ctx)
   if (out.status.ok()) out.status = t.Run(&out);
   out.start_step = t.start_step();
   out.completed_step = t.completed_step();
-  t.ExportReplica();
+  t.HandBack();
   return out;
+}
+
+CarriedState::CarriedState() = default;
+CarriedState::~CarriedState() = default;
+
+Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* carried) {
+  return PrepareCarriedStateImpl(cfg, carried);
 }
 
 Result<TrainSummary> Train(const TrainConfig& cfg) {

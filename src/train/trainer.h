@@ -15,6 +15,7 @@
 
 #include "comm/mesh.h"
 #include "common/status.h"
+#include "common/memory.h"
 #include "config/config.h"
 #include "train/stop_reason.h"
 
@@ -37,14 +38,33 @@ struct TrainSummary {
   size_t activation_bytes = 0;
 };
 
-// A full copy of the training state (parameters and both AdamW moments, global layout)
-// that a worker keeps in memory between generations. Only pure data-parallel meshes
-// (fsdp = tensor = 1) hold one: every rank then owns the whole state.
-struct Replica {
-  int64_t step = -1;  // steps done; -1: holds nothing
-  std::vector<float> params, adam_m, adam_v;
-  bool valid() const { return step >= 0; }
+class TrainState;
+template <typename T>
+class Transformer;
+
+// What a worker process keeps between generations: the training state, the model (its
+// activation buffers) and the checkpoint snapshot buffer. A generation reuses each when
+// its shapes allow -- a survivor of a data-parallel resize then allocates and faults in
+// nothing, and needs no copy of its state -- and hands them back when it ends.
+struct CarriedState {
+  CarriedState();
+  ~CarriedState();
+  CarriedState(const CarriedState&) = delete;
+  CarriedState& operator=(const CarriedState&) = delete;
+  // Steps done in `state` when it is a full replica (pure data-parallel mesh: every rank
+  // owns the whole state) whose values are intact; -1 otherwise.
+  int64_t step = -1;
+  bool valid() const { return step >= 0 && state != nullptr; }
+  std::unique_ptr<TrainState> state;
+  std::unique_ptr<Transformer<float>> model;
+  int model_tensor = 0;  // the tensor degree `model` was built for
+  std::shared_ptr<FloatBuffer> snapshot;
 };
+
+// Builds, while a worker waits for its first assignment, what its first generation
+// will most likely need (the model, and a data-parallel state with its pages faulted
+// in), so that a replacement worker joins a recovery as fast as a survivor.
+Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* carried);
 
 // Where a generation's state comes from.
 struct RestoreSpec {
@@ -91,7 +111,7 @@ struct WorkerContext {
   std::string bind_address = "127.0.0.1";  // interface the Gloo transport binds
   std::optional<Mesh> mesh;        // the plan's mesh; unset: resolved from the config
   RestoreSpec restore;
-  Replica* replica = nullptr;      // in: this rank's replica (may be invalid); out: the state at the end
+  CarriedState* carried = nullptr; // in: what this process kept (may be empty); out: handed back
   GenerationControl control;
   bool inject_failure = true;      // fail_at_step is armed in this generation
   double peak_flops = 0;           // > 0: the MFU denominator measured once per process

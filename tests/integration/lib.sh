@@ -12,7 +12,8 @@ kill_tracked() {
   for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
   for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
-trap 'kill_tracked; rm -rf "$WORK"' EXIT
+# KEEP_WORK=1 keeps the work directory for a look after a failure.
+trap 'kill_tracked; [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
 cd "$WORK"
 PASSED=0
 FAILED=0

@@ -7,6 +7,7 @@ timeout=3
   checkpoint_period=20 worker_heartbeat_timeout=$timeout base_output_directory="$WORK/runs" run_name=hang \
   dashboard_port=0 >"$WORK/out" 2>"$WORK/err" &
 job=$!
+bg_track $job
 wait_step $run 25 120 || fail "the run did not reach step 25: $(tail -3 "$WORK/err")"
 pid=$(rank_pid $run 1)
 out=$("$BIN" chaos hang --rank 1 --run-dir $run 2>&1) && pass "elastrain chaos hang --rank 1: $out" || fail "chaos: $out"

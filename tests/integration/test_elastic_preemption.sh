@@ -9,6 +9,7 @@ run=runs/preempt
 "$BIN" train "${common[@]}" num_workers=2:3 steps=100 record_consumed_samples=1 run_name=preempt \
   >"$WORK/out" 2>"$WORK/err" &
 job=$!
+bg_track $job
 wait_step $run 30 120 || fail "the run did not reach step 30: $(tail -3 "$WORK/err")"
 pid=$(rank_pid $run 1)
 kill -TERM "$pid"
@@ -32,8 +33,9 @@ grep -q "steps read by more than one generation: 0" <<<"$samples" && pass "no st
 
 # The whole machine gets the notice.
 run=runs/machine
-"$BIN" train "${common[@]}" num_workers=2 steps=60 run_name=machine >"$WORK/out2" 2>"$WORK/err2" &
+"$BIN" train "${common[@]}" num_workers=2 steps=300 run_name=machine >"$WORK/out2" 2>"$WORK/err2" &
 job=$!
+bg_track $job
 wait_step $run 20 120 || fail "the second run did not reach step 20"
 kill -TERM $job
 rc=0
@@ -42,7 +44,7 @@ wait $job || rc=$?
   || fail "exit $rc: $(tail -3 "$WORK/err2")"
 saved=$(ev $run checkpoint_saved step | tail -1)
 [ -n "$saved" ] && [ "$saved" -ge 20 ] && pass "saved step $saved on the notice" || fail "saved: '$saved'"
-"$BIN" train "${common[@]}" num_workers=2 steps=60 run_name=machine >"$WORK/out3" 2>"$WORK/err3" \
+"$BIN" train "${common[@]}" num_workers=2 steps=300 run_name=machine >"$WORK/out3" 2>"$WORK/err3" \
   && pass "the same command resumes and completes" || fail "resume failed: $(tail -3 "$WORK/err3")"
 restored=$(ev $run checkpoint_restored step | tail -1)
 [ "$restored" = "$saved" ] && pass "resumed from step $restored" || fail "restored '$restored', saved '$saved'"

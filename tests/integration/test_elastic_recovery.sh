@@ -15,6 +15,7 @@ run=runs/elastic
 "$BIN" train "${common[@]}" run_name=elastic num_workers=2:4 threads_per_worker=1 record_consumed_samples=1 \
   final_params_path="$WORK/elastic.bin" >"$WORK/out" 2>"$WORK/err" &
 job=$!
+bg_track $job
 wait_step $run 30 120 || fail "the run did not reach step 30: $(tail -3 "$WORK/err")"
 pid=$(rank_pid $run 1)
 killed=$(now)

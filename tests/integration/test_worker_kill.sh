@@ -6,6 +6,7 @@ run=runs/kill
   eval_interval=0 collective_timeout=60 base_output_directory="$WORK/runs" run_name=kill dashboard_port=0 \
   >"$WORK/out" 2>"$WORK/err" &
 job=$!
+bg_track $job
 wait_step $run 3 120 || fail "training did not start: $(tail -3 "$WORK/err")"
 pid=$(rank_pid $run 1)
 kill -9 "$pid"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Failure detection and recovery of `small` with 4 workers on this machine (issue 5):
+# kills (or preempts) rank 1 after step KILL_STEP and reads the run's events.jsonl:
+#   detect    kill -> the agent saw the death (worker_failed.detected_at)
+#   resume    kill -> the new generation restored its state (memory or checkpoint)
+#   recover   kill -> the first step of the new generation completed
+#   redone    completed steps trained again (last step done before the failure minus
+#             the step the new generation restored)
+#   1st step  recover - resume: the new generation's first step (new shapes, warm-up)
+#   step      median step time of the new generation
+# Scenarios: elastic 2:4 (the survivors go on; the replacement joins at a checkpoint
+# boundary), fixed 4 (waits for the replacement process), fixed 4 with FSDP (state in
+# shards: restore from the checkpoint), and a preemption notice (SIGTERM).
+#   usage: bench/recovery.sh [build/elastrain] [trials]
+# Reference (issue 5, measured on this machine kind): torchrun (PyTorch 1.13, monitor
+# interval 0.1 s) notices a killed worker in ~0.05 s, needs 4.2 s from the kill to the
+# first step after the restart with 4 workers, and redoes half a checkpoint period.
+set -euo pipefail
+BIN=$(readlink -f "${1:-build/elastrain}")
+TRIALS=${2:-3}
+JQ="$(dirname "$BIN")/json_query"
+WORK=$(mktemp -d /tmp/elastrain_bench.XXXXXX)
+trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+KILL_STEP=25
+PERIOD=20
+common=(model_name=small steps=34 log_period=1 eval_interval=0 global_batch_size=8 per_device_batch_size=2
+        max_target_length=128 checkpoint_period=$PERIOD threads_per_worker=1 dashboard_port=0
+        base_output_directory="$WORK")
+
+ev() { "$JQ" --jsonl "$1/events.jsonl" event="$2" "${@:4}" "$3" 2>/dev/null | head -1 || true; }
+median() { sort -g | awk '{a[NR]=$1} END { if (NR) print a[int((NR+1)/2)]; else print "nan" }'; }
+
+# trial NAME SIGNAL ARGS...: one run; appends "detect resume recover redone step" to $WORK/NAME.tsv
+trial() {
+  local name=$1 sig=$2 run
+  shift 2
+  run="$WORK/$name-$RANDOM"
+  "$BIN" train "${common[@]}" run_name="$(basename "$run")" "$@" >"$run.out" 2>&1 &
+  local job=$!
+  until [ "$("$JQ" --jsonl "$run/metrics.jsonl" step 2>/dev/null | tail -1)" -ge $KILL_STEP ] 2>/dev/null; do
+    kill -0 $job 2>/dev/null || { echo "$name: the run ended early: $(tail -2 "$run.out")" >&2; return 1; }
+    sleep 0.02
+  done
+  local pid killed
+  pid=$("$JQ" --jsonl "$run/events.jsonl" event=generation_started "members.1.pid" | tail -1)
+  killed=$(date +%s.%N)
+  kill "-$sig" "$pid"
+  wait $job || { echo "$name: the job failed: $(tail -2 "$run.out")" >&2; return 1; }
+  local detected first restored_step done_step ended restored
+  detected=$(ev "$run" worker_failed detected_at)
+  [ -z "$detected" ] && detected=$(ev "$run" worker_preempted time)
+  first=$(ev "$run" generation_first_step step_time generation=1)
+  restored_step=$(ev "$run" generation_started restore.step generation=1)
+  done_step=$("$JQ" --jsonl "$run/events.jsonl" event=job_state from=RUNNING step 2>/dev/null | head -1)
+  restored=$(ev "$run" state_restored time generation=1)
+  local st
+  st=$("$JQ" --jsonl "$run/metrics.jsonl" generation=1 step_time 2>/dev/null | tail -n +2 | median)
+  awk -v k="$killed" -v d="$detected" -v r="$restored" -v f="$first" -v a="$done_step" -v b="$restored_step" -v s="$st" \
+    'BEGIN { printf "%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.3f\n", d - k, r - k, f - k, f - r, a - b, s }' >>"$WORK/$name.tsv"
+}
+
+printf "%-34s %9s %9s %9s %10s %7s %8s\n" "scenario (median of $TRIALS)" "detect s" "resume s" "recover s" "1st step s" \
+  "redone" "step s"
+scenario() {
+  local name=$1 sig=$2
+  shift 2
+  for _ in $(seq 1 "$TRIALS"); do trial "$name" "$sig" "$@" || true; done
+  [ -s "$WORK/$name.tsv" ] || { printf "%-34s  failed\n" "$name"; return; }
+  local cols=()
+  for c in 1 2 3 4 5 6; do cols+=("$(cut -f$c "$WORK/$name.tsv" | median)"); done
+  printf "%-34s %9.3f %9.3f %9.3f %10.3f %7s %8.3f\n" "$name" "${cols[@]}"
+  echo "${cols[2]}" >"$WORK/$name.recover"
+}
+scenario "elastic 2:4, SIGKILL" 9 num_workers=2:4
+scenario "fixed 4, SIGKILL" 9 num_workers=4
+scenario "fixed 4 FSDP, SIGKILL" 9 num_workers=4 ici_fsdp_parallelism=4
+scenario "elastic 2:4, SIGTERM (preemption)" 15 num_workers=2:4
+echo
+for s in "elastic 2:4, SIGKILL" "fixed 4, SIGKILL"; do
+  [ -s "$WORK/$s.recover" ] && awk -v n="$s" -v r="$(cat "$WORK/$s.recover")" \
+    'BEGIN { printf "%-34s recovery %.2f s = %.2fx torchrun'"'"'s 4.2 s (4 workers)\n", n, r, r / 4.2 }'
+done
+echo "torchrun redoes half a checkpoint period on average: $((PERIOD / 2)) steps at checkpoint_period=$PERIOD"
+echo "(global batch 8 x 128 tokens; 4 workers of 1 thread share $(nproc) cores; kill after step $KILL_STEP)"
