@@ -31,7 +31,9 @@ class Channel {
   Channel& operator=(const Channel&) = delete;
 
   int fd() const { return fd_; }
-  // Writes one line. Thread-safe. Unavailable once the peer is gone.
+  // Writes one line. Thread-safe. Unavailable once the peer is gone. Blocks while the
+  // peer reads nothing and the socket buffer (~200 KB: minutes of a worker's messages) is
+  // full; the agent's loop never stops reading for long.
   Status Send(const nlohmann::json& msg);
   // Appends every complete message readable now to *out without blocking; Unavailable
   // at end of file (the peer closed or died), after appending what came before it.

@@ -51,6 +51,26 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   return spec;
 }
 
+namespace {
+// One readable line per event for the console; events.jsonl has every field.
+std::string DescribeEvent(const Event& e) {
+  const nlohmann::json& f = e.fields;
+  if (e.name == "job_state")
+    return fmt::format("{} -> {}: {}", f.value("from", ""), f.value("to", ""), f.value("reason", ""));
+  if (e.name == "generation_started") {
+    const auto& m = f.value("mesh", nlohmann::json::object());
+    const auto& r = f.value("restore", nlohmann::json::object());
+    return fmt::format("generation {}: {} workers, mesh data={} fsdp={} tensor={}, restore from {} (step {})",
+                       f.value("generation", -1), f.value("world", 0), m.value("data", 0), m.value("fsdp", 0),
+                       m.value("tensor", 0), r.value("kind", ""), r.value("step", 0));
+  }
+  if (e.name == "generation_first_step")
+    return fmt::format("generation {}: first step done (step {})", f.value("generation", -1), f.value("step", -1));
+  if (f.contains("reason")) return fmt::format("{}: {}", e.name, f.value("reason", ""));
+  return fmt::format("{} {}", e.name, f.dump());
+}
+}  // namespace
+
 class Controller::Impl {
  public:
   Impl(std::shared_ptr<Store> store, ControllerOptions opt) : store_(std::move(store)), opt_(opt) {}
@@ -176,13 +196,7 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
         store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
   for (const Event& e : d.events) {
     events_.Emit(e.name, e.fields);
-    if (e.name == "job_state")
-      LOG_INFO("job {}: {} -> {}: {}", spec_.job_id, e.fields.value("from", ""), e.fields.value("to", ""),
-               e.fields.value("reason", ""));
-    else if (e.fields.contains("reason"))
-      LOG_INFO("job {}: {}: {}", spec_.job_id, e.name, e.fields.value("reason", ""));
-    else
-      LOG_INFO("job {}: {} {}", spec_.job_id, e.name, e.fields.dump());
+    LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
   }
   record_ = d.record;
   const std::string json = ToJson(record_);

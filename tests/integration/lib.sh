@@ -32,7 +32,7 @@ expect_error() {
   lines=$(printf '%s\n' "$out" | grep -c . || true)
   if [ "$rc" -eq 0 ]; then fail "$name: exit code 0, expected an error"; return; fi
   if [ "$lines" -ne 1 ]; then fail "$name: expected one line on stderr, got $lines: $out"; return; fi
-  if ! grep -qE "$pattern" <<<"$out"; then fail "$name: '$out' does not match /$pattern/"; return; fi
+  if ! grep -qE -e "$pattern" <<<"$out"; then fail "$name: '$out' does not match /$pattern/"; return; fi
   pass "$name (exit $rc): $out"
 }
 

@@ -19,6 +19,22 @@ expect_error "mesh does not multiply" "ici_data_parallelism=2 x ici_fsdp_paralle
   train model_name=tiny num_workers=4 ici_data_parallelism=2 ici_fsdp_parallelism=2 ici_tensor_parallelism=2 "${common[@]}"
 expect_error "tensor degree does not divide heads" "ici_tensor_parallelism=3" -- \
   train model_name=tiny num_workers=3 ici_tensor_parallelism=3 "${common[@]}"
+# Elastic settings and the cluster commands.
+expect_error "worker range upside down" "num_workers=4:2: expected a positive integer N, or MIN:MAX with 1 <= MIN <= MAX" -- \
+  train model_name=tiny num_workers=4:2 "${common[@]}"
+expect_error "zero workers" "num_workers=0: expected a positive integer N" -- train model_name=tiny num_workers=0 "${common[@]}"
+expect_error "unknown placement" "placement_strategy=RANDOM: expected one of PACK, SPREAD" -- \
+  train model_name=tiny num_workers=2 placement_strategy=RANDOM "${common[@]}"
+expect_error "failure budget below -1" "max_failures=-2: expected an integer >= -1" -- \
+  train model_name=tiny max_failures=-2 "${common[@]}"
+expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill, hang, preempt" -- \
+  train model_name=tiny fail_mode=explode "${common[@]}"
+expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
+  train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"
+expect_error "bad store URL" "--store 'redis://x': expected memory:// or etcd://HOST:PORT" -- agent --store redis://x --slots 1
+expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
+expect_error "run without a head_url" "--run-dir $WORK/none: no head_url there" -- stop --run-dir "$WORK/none"
+expect_error "chaos needs a target" "expected one of --rank R or --host H" -- chaos kill --head http://127.0.0.1:9
 # Nothing was written for the failed runs.
 if [ -z "$(ls -A "$WORK/runs" 2>/dev/null)" ]; then pass "failed configs wrote nothing"; else fail "runs/ not empty: $(ls "$WORK/runs")"; fi
 finish

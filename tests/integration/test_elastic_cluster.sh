@@ -51,8 +51,10 @@ wait_field world 3 90 && pass "3 workers on 3 hosts: $("$BIN" status --head "$HE
 
 # 5: host loss.
 wait_step $run 35 120 || fail "no step 35"
-kill -9 "${AGENT[h2]}"
+out=$("$BIN" chaos kill --host h2 --head "$HEAD" 2>&1) && pass "elastrain chaos kill --host h2: $out" || fail "chaos: $out"
 lost_at=$(now)
+for _ in $(seq 1 100); do kill -0 "${AGENT[h2]}" 2>/dev/null || break; sleep 0.02; done
+kill -0 "${AGENT[h2]}" 2>/dev/null && fail "agent h2 still runs" || pass "agent h2 and its worker are gone"
 wait_ev $run host_lost 30 && pass "host_lost: $(ev $run host_lost reason)" || fail "no host_lost event"
 t=$(ev $run host_lost time | head -1)
 awk -v a="$lost_at" -v b="$t" 'BEGIN { printf "lease expiry noticed %.2f s after the kill (lease 2 s)\n", b - a; exit !(b - a < 6) }' \
