@@ -65,6 +65,9 @@ class Trainer {
 
  private:
   Status ConnectGroups();
+  // This generation's rendezvous store (ctx.store, or the file store) and group options.
+  Result<std::shared_ptr<gloo::rendezvous::Store>> RendezvousStore();
+  GroupOptions GroupOpts() const;
   Status OpenData();
   Status RestoreFromMemory();
   bool holds_replica() const { return mesh_->fsdp() == 1 && mesh_->tensor() == 1; }
@@ -117,6 +120,7 @@ class Trainer {
   std::unique_ptr<Mesh> mesh_;
   MeshCoords coords_;
   int batch_shard_ = 0;  // d*fsdp + f: which share of each global batch this rank reads
+  std::shared_ptr<gloo::rendezvous::Store> store_;
   std::unique_ptr<ProcessGroup> world_, tensor_, fsdp_, data_group_;
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<Sampler> sampler_;
@@ -140,17 +144,30 @@ class Trainer {
   Clock::time_point start_;
 };
 
-Status Trainer::ConnectGroups() {
-  const int r = ctx_.rank;
-  std::shared_ptr<gloo::rendezvous::Store> store = ctx_.store;
-  if (ctx_.world > 1 && !store) {
-    ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(ctx_.rendezvous_dir));
+Result<std::shared_ptr<gloo::rendezvous::Store>> Trainer::RendezvousStore() {
+  if (!store_) store_ = ctx_.store;
+  if (!store_) {
+    ELASTRAIN_ASSIGN_OR_RETURN(store_, MakeFileStore(ctx_.rendezvous_dir));
   }
+  return store_;
+}
+
+GroupOptions Trainer::GroupOpts() const {
   GroupOptions opt;
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
   opt.hostname = ctx_.bind_address;
   opt.describe_lost_peers = ctx_.describe_lost_peers;
   opt.cancelled = ctx_.control.aborted;
+  return opt;
+}
+
+Status Trainer::ConnectGroups() {
+  const int r = ctx_.rank;
+  std::shared_ptr<gloo::rendezvous::Store> store;
+  if (ctx_.world > 1) {
+    ELASTRAIN_ASSIGN_OR_RETURN(store, RendezvousStore());
+  }
+  const GroupOptions opt = GroupOpts();
   const Mesh& m = *mesh_;
   auto connect = [&](MeshGroup kind, const std::string& name, std::unique_ptr<ProcessGroup>* out) -> Status {
     std::vector<int> members = m.Group(kind, r);
@@ -355,19 +372,11 @@ Status Trainer::RestoreFromMemory() {
   const auto it = std::find(members.begin(), members.end(), ctx_.rank);
   if (members.size() > 1 && it != members.end()) {
     if (!have) state_step_ = -1;  // overwritten from here on
-    std::shared_ptr<gloo::rendezvous::Store> store = ctx_.store;
-    if (!store) {
-      ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(ctx_.rendezvous_dir));
-    }
-    GroupOptions opt;
-    opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
-    opt.hostname = ctx_.bind_address;
-    opt.describe_lost_peers = ctx_.describe_lost_peers;
-    opt.cancelled = ctx_.control.aborted;
+    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<gloo::rendezvous::Store> store, RendezvousStore());
     const int me = static_cast<int>(it - members.begin());
     ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> transfer,
                                ProcessGroup::Connect(store, ctx_.prefix + "/restore", me,
-                                                     static_cast<int>(members.size()), opt));
+                                                     static_cast<int>(members.size()), GroupOpts()));
     for (float* d : {state_->shard_params(), state_->adam_m(), state_->adam_v()})
       ELASTRAIN_RETURN_IF_ERROR(transfer->Broadcast(d, n, /*root=*/0));
   }
