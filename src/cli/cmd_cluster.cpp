@@ -4,7 +4,7 @@
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR]
-//   elastrain chaos  kill|hang --rank R | kill --host H  [--head URL | --run-dir DIR]
+//   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url.
 #include <httplib.h>
@@ -264,12 +264,15 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain chaos: rehearse a failure of a running job"};
   std::string head, run_dir, action, host;
   int rank = -1;
+  bool hang = false;
   app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP)")->required()->check(CLI::IsMember({"kill", "hang"}));
+  app.add_flag("--hang", hang, "with kill: stop the rank (SIGSTOP) instead, as `chaos hang`");
   app.add_option("--rank", rank, "the rank of the current generation");
   app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
   app.add_option("--head", head, "the head's URL");
   app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
   if (int rc = Parse(app, "chaos", args); rc >= 0) return rc;
+  if (hang) action = "hang";
   if ((rank < 0) == host.empty())
     return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
   if (!host.empty() && action != "kill")

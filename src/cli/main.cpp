@@ -27,7 +27,7 @@ void PrintUsage() {
       "  status [--head URL | --run-dir DIR] [--json]\n"
       "                                       state, generation, world size, step, ranks\n"
       "  stop [--head URL | --run-dir DIR]    save and stop the job\n"
-      "  chaos kill|hang --rank R | kill --host H [--head URL | --run-dir DIR]\n"
+      "  chaos kill [--hang] --rank R | kill --host H [--head URL | --run-dir DIR]\n"
       "                                       rehearse a failure\n"
       "exit codes: 0 success, 1 failure, 2 bad configuration, 3 preempted, 4 stopped\n");
 }

@@ -10,7 +10,7 @@ job=$!
 bg_track $job
 wait_step $run 25 120 || fail "the run did not reach step 25: $(tail -3 "$WORK/err")"
 pid=$(rank_pid $run 1)
-out=$("$BIN" chaos hang --rank 1 --run-dir $run 2>&1) && pass "elastrain chaos hang --rank 1: $out" || fail "chaos: $out"
+out=$("$BIN" chaos kill --hang --rank 1 --run-dir $run 2>&1) && pass "elastrain chaos kill --hang --rank 1: $out" || fail "chaos: $out"
 stopped=$(now)
 for _ in $(seq 1 100); do
   [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = "T" ] && break
@@ -27,4 +27,15 @@ reason=$(ev $run worker_hung reason pid="$pid")
 awk -v s="$stopped" -v h="$hung" -v t=$timeout 'BEGIN { d = h - s; printf "detected %.2f s after SIGSTOP (timeout %d s)\n", d, t; exit !(d <= t + 2) }' \
   && pass "detected within worker_heartbeat_timeout + 2 s" || fail "detection too slow (stopped $stopped, event $hung)"
 [ -n "$(ev $run generation_started generation generation=1)" ] && pass "a new generation started" || fail "no generation 1"
+
+# The config's rehearsal: fail_at_step kills rank 1 once, after step 10.
+run=runs/inject
+"$BIN" train model_name=tiny num_workers=2:3 threads_per_worker=1 steps=40 log_period=1 eval_interval=0 \
+  checkpoint_period=20 fail_at_step=10 fail_rank=1 fail_mode=kill base_output_directory="$WORK/runs" run_name=inject \
+  dashboard_port=0 >"$WORK/out2" 2>"$WORK/err2" && pass "fail_at_step=10 fail_mode=kill: the job completed" \
+  || fail "the injected run failed: $(tail -3 "$WORK/err2")"
+[ "$(ev $run worker_failed step | wc -l)" = "1" ] && [ "$(ev $run worker_failed signal)" = "9" ] \
+  && pass "one injected failure, at step $(ev $run worker_failed step): $(ev $run worker_failed reason)" \
+  || fail "worker_failed events: $(ev $run worker_failed reason)"
+[ "$(last_step $run)" -eq 40 ] && pass "all 40 steps done after it" || fail "last step $(last_step $run)"
 finish
