@@ -1,6 +1,9 @@
 #include "cli/cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
+
+#include "elastic/exit_codes.h"
 
 #include <fmt/format.h>
 
@@ -48,6 +51,20 @@ Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
     LOG_WARN("ignoring {} MaxText keys that elastrain does not implement: {}", ignored.size(), keys);
   }
   return cfg;
+}
+
+int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args) {
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector in reverse order
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::printf("%s", app.help().c_str());
+    return kExitSuccess;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "elastrain %s: error: %s (see elastrain %s --help)\n", name.c_str(), e.what(), name.c_str());
+    return kExitBadConfig;
+  }
+  return -1;
 }
 
 }  // namespace elastrain

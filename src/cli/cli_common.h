@@ -3,6 +3,7 @@
 // memory), 1 for runtime failures.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,5 +24,9 @@ std::string FormatBytes(int64_t bytes);
 // config file unless it contains '='. MaxText keys that elastrain ignores are logged
 // once as a warning.
 Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
+
+// Parses argv with CLI11; returns -1 to go on, else the exit code (0 after --help, 2
+// with one line on stderr for bad usage).
+int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args);
 
 }  // namespace elastrain

@@ -3,7 +3,7 @@
 //   elastrain agent --store etcd://HOST:PORT --slots K [--id ID] [--host-name N] [--address IP]
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
-//   elastrain stop   [--head URL | --run-dir DIR]
+//   elastrain stop   [--head URL | --run-dir DIR] [--token T]
 //   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url.
@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -27,6 +28,7 @@
 #include "elastic/controller.h"
 #include "elastic/exit_codes.h"
 #include "monitor/job_api.h"
+#include "monitor/run_token.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -54,20 +56,6 @@ void InstallSignals(void (*handler)(int)) {
   sigaction(SIGINT, &sa, nullptr);
 }
 
-// Parses argv with CLI11; returns -1 to go on, else the exit code (help or bad usage).
-int Parse(CLI::App& app, const std::string& name, std::vector<std::string> args) {
-  std::reverse(args.begin(), args.end());  // CLI11 takes the vector in reverse order
-  try {
-    app.parse(args);
-  } catch (const CLI::CallForHelp&) {
-    std::printf("%s", app.help().c_str());
-    return kExitSuccess;
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "elastrain %s: error: %s (see elastrain %s --help)\n", name.c_str(), e.what(), name.c_str());
-    return kExitBadConfig;
-  }
-  return -1;
-}
 
 // --head URL, or the URL the run at --run-dir wrote, or the default.
 Result<std::string> HeadUrl(const std::string& head, const std::string& run_dir) {
@@ -84,10 +72,11 @@ Result<std::string> HeadUrl(const std::string& head, const std::string& run_dir)
 
 // One request to the head; the JSON answer, or the error it names.
 Result<nlohmann::json> Call(const std::string& url, const std::string& method, const std::string& path,
-                            const nlohmann::json& body = nlohmann::json::object()) {
+                            const nlohmann::json& body = nlohmann::json::object(), const std::string& token = "") {
   httplib::Client cli(url);
   cli.set_connection_timeout(kHttpTimeoutSeconds);
   cli.set_read_timeout(kHttpTimeoutSeconds);
+  if (!token.empty()) cli.set_bearer_token_auth(token);
   auto res = method == "GET" ? cli.Get(path) : cli.Post(path, body.dump(), "application/json");
   if (!res)
     return Status::Unavailable(fmt::format("cannot reach the head at {} ({}); is `elastrain head` or "
@@ -98,11 +87,30 @@ Result<nlohmann::json> Call(const std::string& url, const std::string& method, c
     const std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
     if (res->status == 400) return Status::InvalidArgument(msg);
     if (res->status == 404) return Status::NotFound(msg);
+    if (res->status == 401) return Status::InvalidArgument(msg + " (--token, ELASTRAIN_TOKEN or --run-dir)");
     if (res->status == 409) return Status::FailedPrecondition(msg);
     return Status::Internal(fmt::format("{} {}{}: HTTP {}: {}", method, url, path, res->status, msg));
   }
   if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
   return j;
+}
+
+// The control API's bearer token (monitor/run_token.h): --token, else $ELASTRAIN_TOKEN,
+// else <run-dir>/token, else the token file of the run the head names, when this
+// machine can read it.
+Result<std::string> ApiToken(const std::string& url, const std::string& token, const std::string& run_dir) {
+  if (!token.empty()) return token;
+  if (const char* env = std::getenv("ELASTRAIN_TOKEN"); env && *env) return std::string(env);
+  if (!run_dir.empty()) return ReadRunToken(run_dir);
+  auto st = Call(url, "GET", "/api/v1/job");
+  if (!st.ok()) return st.status();
+  const std::string dir = st->value("run_dir", "");
+  auto t = ReadRunToken(dir);
+  if (!t.ok())
+    return Status::NotFound(fmt::format("{}; pass --token TOKEN or set ELASTRAIN_TOKEN (the token is in {}/{} on "
+                                        "the head's machine)",
+                                        t.status().message(), dir, kTokenFileName));
+  return t;
 }
 
 void PrintStatus(const nlohmann::json& j) {
@@ -144,7 +152,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   app.add_option("--store", store_url, "etcd://HOST:PORT (memory:// for a throwaway head)")->required();
   app.add_option("--host", host, "address the HTTP API listens on");
   app.add_option("--port", port, "port of the HTTP API (0: any free port)");
-  if (int rc = Parse(app, "head", args); rc >= 0) return rc;
+  if (int rc = ParseArgs(app, "head", args); rc >= 0) return rc;
   auto store = OpenStore(store_url);
   if (!store.ok()) return FailCommand("head", store.status());
   JobApiServer api(store.value(), /*embedded=*/false);
@@ -180,7 +188,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   app.add_option("--address", opt.address, "address the workers bind and peers reach (Gloo)");
   app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
       ->check(CLI::Range(0.5, 3600.0));
-  if (int rc = Parse(app, "agent", args); rc >= 0) return rc;
+  if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
   opt.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(lease_seconds * 1000));
   auto store = OpenStore(store_url);
   if (!store.ok()) return FailCommand("agent", store.status());
@@ -201,7 +209,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   app.add_option("--head", head, std::string("the head's URL (default ") + kDefaultHead + ")");
   app.add_flag("--wait", wait, "wait for the job to end; exit with its outcome (0, 1, or 4 if stopped)");
   app.add_option("config", config_args, "[CONFIG.yml] [key=value ...] as for elastrain train");
-  if (int rc = Parse(app, "submit", args); rc >= 0) return rc;
+  if (int rc = ParseArgs(app, "submit", args); rc >= 0) return rc;
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());
   // Paths are the submitter's: make them absolute for the agents (a shared filesystem).
@@ -236,7 +244,7 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   app.add_option("--head", head, "the head's URL");
   app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
   app.add_flag("--json", json, "print the status as JSON");
-  if (int rc = Parse(app, "status", args); rc >= 0) return rc;
+  if (int rc = ParseArgs(app, "status", args); rc >= 0) return rc;
   auto url = HeadUrl(head, run_dir);
   if (!url.ok()) return FailCommand("status", url.status());
   auto st = Call(url.value(), "GET", "/api/v1/job");
@@ -248,13 +256,16 @@ int RunStatusCommand(const std::vector<std::string>& args) {
 
 int RunStopCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain stop: save a checkpoint and stop the job"};
-  std::string head, run_dir;
+  std::string head, run_dir, token;
   app.add_option("--head", head, "the head's URL");
   app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
-  if (int rc = Parse(app, "stop", args); rc >= 0) return rc;
+  app.add_option("--token", token, "the run's API token (default: $ELASTRAIN_TOKEN, or <run_dir>/token)");
+  if (int rc = ParseArgs(app, "stop", args); rc >= 0) return rc;
   auto url = HeadUrl(head, run_dir);
   if (!url.ok()) return FailCommand("stop", url.status());
-  auto st = Call(url.value(), "POST", "/api/v1/stop");
+  auto tok = ApiToken(url.value(), token, run_dir);
+  if (!tok.ok()) return FailCommand("stop", tok.status());
+  auto st = Call(url.value(), "POST", "/api/v1/stop", nlohmann::json::object(), tok.value());
   if (!st.ok()) return FailCommand("stop", st.status());
   std::printf("stop requested: the job saves a checkpoint after its current step and ends STOPPED\n");
   return kExitSuccess;
@@ -262,7 +273,7 @@ int RunStopCommand(const std::vector<std::string>& args) {
 
 int RunChaosCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain chaos: rehearse a failure of a running job"};
-  std::string head, run_dir, action, host;
+  std::string head, run_dir, action, host, token;
   int rank = -1;
   bool hang = false;
   app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP)")->required()->check(CLI::IsMember({"kill", "hang"}));
@@ -271,7 +282,8 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
   app.add_option("--head", head, "the head's URL");
   app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
-  if (int rc = Parse(app, "chaos", args); rc >= 0) return rc;
+  app.add_option("--token", token, "the run's API token (default: $ELASTRAIN_TOKEN, or <run_dir>/token)");
+  if (int rc = ParseArgs(app, "chaos", args); rc >= 0) return rc;
   if (hang) action = "hang";
   if ((rank < 0) == host.empty())
     return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
@@ -280,7 +292,9 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   auto url = HeadUrl(head, run_dir);
   if (!url.ok()) return FailCommand("chaos", url.status());
   nlohmann::json body = {{"action", host.empty() ? action : "host"}, {"rank", rank}, {"host", host}};
-  auto st = Call(url.value(), "POST", "/api/v1/chaos", body);
+  auto tok = ApiToken(url.value(), token, run_dir);
+  if (!tok.ok()) return FailCommand("chaos", tok.status());
+  auto st = Call(url.value(), "POST", "/api/v1/chaos", body, tok.value());
   if (!st.ok()) return FailCommand("chaos", st.status());
   std::printf("chaos: %s %s\n", action.c_str(), host.empty() ? fmt::format("rank {}", rank).c_str() : host.c_str());
   return kExitSuccess;

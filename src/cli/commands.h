@@ -21,5 +21,7 @@ int RunSubmitCommand(const std::vector<std::string>& args);
 int RunStatusCommand(const std::vector<std::string>& args);
 int RunStopCommand(const std::vector<std::string>& args);
 int RunChaosCommand(const std::vector<std::string>& args);
+// `report RUN_DIR`: goodput breakdown and HTML report (src/cli/cmd_report.cpp).
+int RunReportCommand(const std::vector<std::string>& args);
 
 }  // namespace elastrain

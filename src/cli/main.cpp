@@ -26,9 +26,12 @@ void PrintUsage() {
       "                                       submit a job to a head\n"
       "  status [--head URL | --run-dir DIR] [--json]\n"
       "                                       state, generation, world size, step, ranks\n"
-      "  stop [--head URL | --run-dir DIR]    save and stop the job\n"
+      "  stop [--head URL | --run-dir DIR] [--token T]\n"
+      "                                       save and stop the job\n"
       "  chaos kill [--hang] --rank R | kill --host H [--head URL | --run-dir DIR]\n"
       "                                       rehearse a failure\n"
+      "  report RUN_DIR [--html PATH] [--json]\n"
+      "                                       goodput breakdown and an HTML report of a run\n"
       "exit codes: 0 success, 1 failure, 2 bad configuration, 3 preempted, 4 stopped\n");
 }
 }  // namespace
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
   if (cmd == "status") return elastrain::RunStatusCommand(args);
   if (cmd == "stop") return elastrain::RunStopCommand(args);
   if (cmd == "chaos") return elastrain::RunChaosCommand(args);
+  if (cmd == "report") return elastrain::RunReportCommand(args);
   std::fprintf(stderr, "elastrain: unknown command '%s'\n", cmd.c_str());
   PrintUsage();
   return 2;

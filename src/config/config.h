@@ -82,6 +82,7 @@ struct TrainConfig {
   double host_cooldown_seconds = 300;        // how long such a host is avoided
   std::string dashboard_host = "127.0.0.1";  // the controller's HTTP API
   int64_t dashboard_port = 8265;             // 0: any free port
+  double cost_per_worker_hour = 0;           // USD, for the estimated cost on /metrics
 };
 
 // Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`

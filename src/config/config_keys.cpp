@@ -89,6 +89,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("host_cooldown_seconds", "elastic", host_cooldown_seconds, "seconds a host with repeated failures is avoided (used anyway when nothing else can run min workers)"),
       KEY("dashboard_host", "elastic", dashboard_host, "address the controller's HTTP API listens on"),
       KEY("dashboard_port", "elastic", dashboard_port, "port of the controller's HTTP API (Ray's 8265); 0: any free port (written to <run>/head_url)"),
+      KEY("cost_per_worker_hour", "elastic", cost_per_worker_hour, "USD per worker-hour, for the estimated cost on /metrics and in reports (0: unknown)"),
   };
   return keys;
 }

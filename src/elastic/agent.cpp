@@ -287,6 +287,7 @@ void Agent::Impl::Handle(LocalWorker& w, const nlohmann::json& m) {
     w.rec.last_step_time = m.value("time", now);
     if (w.rec.first_step_time == 0) {
       w.rec.first_step_time = w.rec.last_step_time;
+      w.rec.first_step_start = w.rec.last_step_time - m.value("step_seconds", 0.0);
       Urgent();
     }
     dirty_ = true;
@@ -511,6 +512,7 @@ void Agent::Impl::ApplyPlan(const Plan& plan) {
     w.rec.step = -1;
     w.rec.start_step = -1;
     w.rec.first_step_time = 0;
+    w.rec.first_step_start = 0;
     w.rec.last_step_time = 0;
     w.rec.outcome.clear();
     w.rec.error.clear();

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "elastic/job_state.h"
 #include "elastic/policy.h"
+#include "monitor/run_token.h"
 #include "train/events.h"
 #include "train/trainer.h"
 
@@ -43,6 +44,8 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
   spec.config_yaml = ConfigToYaml(cfg);
   spec.submitted_at = WallSeconds();
+  // The bearer token of the control API's POSTs (monitor/run_token.h).
+  ELASTRAIN_RETURN_IF_ERROR(EnsureRunToken(spec.run_dir).status());
   for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
     ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
   ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));

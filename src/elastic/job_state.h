@@ -1,7 +1,7 @@
 // The job's lifecycle, owned by the controller (elastic/policy.h decides the transitions):
 //
 //   PENDING --------------------> RUNNING ----------------------> SUCCEEDED
-//      |                          |    ^  \
+//      |                          |    ^  +
 //      v                          |    |   +--> RECOVERING --+  (a failure, counted)
 //   WAITING_FOR_RESOURCES <-------+    |   +--> RESIZING ----+  (membership change or preemption)
 //      |   (fewer than min_workers)    +--------------------+   (next generation planned)

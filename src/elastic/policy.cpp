@@ -115,6 +115,15 @@ void Decider::Transition(JobState to, const std::string& reason) {
   if (from == to) return;
   r().state = JobStateName(to);
   if (IsTerminal(to)) r().ended_at = obs_.now;
+  // Recovery spans: from the end of the last generation that trained to the first step
+  // of the next, less the time spent waiting for resources in between.
+  const double since = r().state_since > 0 ? r().state_since : r().started_at;
+  if (from == JobState::kWaitingForResources) r().waited_since_trained += obs_.now - since;
+  if (from == JobState::kRunning && r().first_step_noted) {
+    r().trained_until = obs_.now;
+    r().waited_since_trained = 0;
+  }
+  r().state_since = obs_.now;
   Emit("job_state", {{"from", JobStateName(from)}, {"to", JobStateName(to)}, {"reason", reason},
                      {"generation", r().generation}, {"step", r().step}, {"failures", r().failures}});
 }
@@ -181,19 +190,24 @@ void Decider::EvaluateGeneration() {
   for (const Member& x : members)
     if (x.w && x.w->rec.generation == g) r().step = std::max(r().step, x.w->rec.step);
   if (!r().first_step_noted) {
-    double first = 0;
+    double first = 0, began = 0;
     int64_t step = -1, start = -1;
     for (const Member& x : members)
       if (x.w && x.w->rec.generation == g && x.w->rec.first_step_time > 0 &&
           (first == 0 || x.w->rec.first_step_time < first)) {
         first = x.w->rec.first_step_time;
+        began = x.w->rec.first_step_start > 0 ? x.w->rec.first_step_start : first;
         step = x.w->rec.step;
         start = x.w->rec.start_step;
       }
     if (first > 0) {
       r().first_step_noted = true;
-      Emit("generation_first_step", {{"generation", g}, {"step_time", first}, {"step", step}, {"start_step", start},
-                                     {"world", plan.world}});
+      nlohmann::json f = {{"generation", g}, {"step_time", first}, {"step_started", began}, {"step", step},
+                          {"start_step", start}, {"world", plan.world}};
+      // Failure (or resize) to the first step of this generation, less any wait.
+      if (r().trained_until > 0)
+        f["recovery_seconds"] = std::max(0.0, began - r().trained_until - r().waited_since_trained);
+      Emit("generation_first_step", std::move(f));
     }
   }
 

@@ -15,7 +15,7 @@ double WallSeconds() {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentInfo, id, host, address, slots, pid, started_at, preempting)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
-                                                first_step_time, state_step, train_phase, last_progress, last_step_time,
+                                                first_step_time, first_step_start, state_step, train_phase, last_progress, last_step_time,
                                                 checkpoint_step, outcome, stop_reasons, error, exit_kind, exit_code,
                                                 exit_signal, exit_time, exit_desc)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentReport, agent, time, workers)
@@ -29,7 +29,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentCommand, action, worker, re
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobRecord, job_id, state, reason, generation, world, failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
-                                                stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, noted, host_failures,
+                                                stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
+                                                trained_until, waited_since_trained, noted, host_failures,
                                                 cooldown_until)
 
 namespace {

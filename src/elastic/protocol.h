@@ -78,6 +78,7 @@ struct WorkerRecord {
   int64_t start_step = -1;   // the step `generation` started from
   int64_t step = -1;         // steps done (the last completed step)
   double first_step_time = 0;  // when its first step of `generation` completed (0: not yet)
+  double first_step_start = 0; // when that first step began (its completion less its duration)
   int64_t state_step = -1;   // the step of the full replica it holds in memory (-1: none)
   std::string train_phase;   // setup | restore | train | eval | checkpoint | idle
   double last_progress = 0;  // when it last reported anything
@@ -171,6 +172,10 @@ struct JobRecord {
   int64_t kill_sent_gen = -1;          // generation whose stragglers were killed
   bool inject_armed = true;            // fail_at_step not yet fired
   bool first_step_noted = false;       // the current generation's first step was logged
+  // Recovery accounting (monitor/goodput.h defines the same spans from events.jsonl):
+  double state_since = 0;              // when the job entered `state`
+  double trained_until = 0;            // when the last generation that trained stopped RUNNING
+  double waited_since_trained = 0;     // seconds WAITING_FOR_RESOURCES since trained_until
   std::vector<std::string> noted;      // workers whose loss was logged in this generation
   std::map<std::string, std::vector<double>> host_failures;  // host -> failure times
   std::map<std::string, double> cooldown_until;              // host -> end of its cool-down

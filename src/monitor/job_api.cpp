@@ -12,6 +12,10 @@
 #include "config/config.h"
 #include "elastic/controller.h"
 #include "elastic/protocol.h"
+#include "monitor/dashboard.h"
+#include "monitor/prometheus.h"
+#include "monitor/run_token.h"
+#include "monitor/run_view.h"
 
 namespace elastrain {
 
@@ -59,6 +63,9 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   j["steps"] = cfg.ok() ? cfg->steps : 0;
   j["num_workers"] = cfg.ok() ? cfg->num_workers_spec : "";
   j["max_failures"] = cfg.ok() ? cfg->max_failures : 0;
+  j["checkpoint_period"] = cfg.ok() ? cfg->checkpoint_period : 0;
+  j["cost_per_worker_hour"] = cfg.ok() ? cfg->cost_per_worker_hour : 0.0;
+  j["model_name"] = cfg.ok() ? cfg->model.name : "";
   const JobRecord rec = v.record.value_or(JobRecord());
   j["state"] = rec.state;
   j["reason"] = rec.reason;
@@ -176,14 +183,67 @@ class JobApiServer::Impl {
     res.set_content(nlohmann::json{{"error", st.message()}}.dump(), "application/json");
   }
   void Routes();
+  // The current job's status and run files; an empty status when no job was submitted.
+  nlohmann::json Current(RunSnapshot* run);
+  // 401 unless the request carries the run's bearer token.
+  bool Authorized(const httplib::Request& req, httplib::Response& res);
 
   std::shared_ptr<Store> store_;
+  RunView view_;
   const bool embedded_;
   httplib::Server server_;
   std::thread thread_;
 };
 
+nlohmann::json JobApiServer::Impl::Current(RunSnapshot* run) {
+  auto j = JobStatusJson(*store_);
+  if (!j.ok()) return nlohmann::json::object();
+  view_.SetRunDir(j->value("run_dir", ""));
+  if (run) *run = view_.Snapshot(WallSeconds());
+  return j.value();
+}
+
+bool JobApiServer::Impl::Authorized(const httplib::Request& req, httplib::Response& res) {
+  auto j = JobStatusJson(*store_);
+  std::string why = "no job is running";
+  if (j.ok()) {
+    auto token = ReadRunToken(j->value("run_dir", ""));
+    if (token.ok() && BearerMatches(req.get_header_value("Authorization"), token.value())) return true;
+    why = token.ok() ? fmt::format("expected the header Authorization: Bearer <the token in {}/{}>",
+                                   j->value("run_dir", ""), kTokenFileName)
+                     : token.status().message();
+  }
+  res.status = 401;
+  res.set_header("WWW-Authenticate", "Bearer realm=\"elastrain\"");
+  res.set_content(nlohmann::json{{"error", "unauthorized: " + why}}.dump(), "application/json");
+  return false;
+}
+
 void JobApiServer::Impl::Routes() {
+  server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(DashboardHtml(), "text/html; charset=utf-8");
+  });
+  server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    RunSnapshot run;
+    const nlohmann::json st = Current(&run);
+    res.set_content(RenderPrometheus(st, run), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server_.Get("/api/v1/checkpoints", [this](const httplib::Request&, httplib::Response& res) {
+    const nlohmann::json st = Current(nullptr);
+    if (!st.contains("job")) return Reply(res, Status::NotFound("no job has been submitted"), {});
+    Reply(res, Status::OK(), CheckpointsJson(st.value("run_dir", "")));
+  });
+  server_.Get("/api/v1/goodput", [this](const httplib::Request&, httplib::Response& res) {
+    RunSnapshot run;
+    const nlohmann::json st = Current(&run);
+    if (!st.contains("job")) return Reply(res, Status::NotFound("no job has been submitted"), {});
+    Reply(res, Status::OK(), run.goodput.ToJson());
+  });
+  server_.Get("/api/v1/dashboard", [this](const httplib::Request&, httplib::Response& res) {
+    RunSnapshot run;
+    const nlohmann::json st = Current(&run);
+    Reply(res, Status::OK(), DashboardJson(st, run, st.contains("job") ? CheckpointsJson(st.value("run_dir", "")) : nlohmann::json::array()));
+  });
   server_.Get("/api/v1/job", [this](const httplib::Request&, httplib::Response& res) {
     auto j = JobStatusJson(*store_);
     Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
@@ -192,10 +252,12 @@ void JobApiServer::Impl::Routes() {
     auto j = JobEventsJson(*store_);
     Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
   });
-  server_.Post("/api/v1/stop", [this](const httplib::Request&, httplib::Response& res) {
+  server_.Post("/api/v1/stop", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
     Reply(res, RequestJobStop(*store_), {{"stop", "requested"}});
   });
   server_.Post("/api/v1/chaos", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
     auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (!body.is_object()) return Reply(res, Status::InvalidArgument("chaos: expected a JSON object body"), {});
     Reply(res,
@@ -212,7 +274,8 @@ void JobApiServer::Impl::Routes() {
     auto cfg = LoadConfigText(body.value("config_yaml", ""), "submitted config");
     if (!cfg.ok()) return Reply(res, Status::InvalidArgument(cfg.status().message()), {});
     auto spec = SubmitJob(*store_, cfg.value());
-    Reply(res, spec.status(), spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir}}
+    Reply(res, spec.status(), spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir},
+                                                         {"token_file", spec->run_dir + "/" + kTokenFileName}}
                                         : nlohmann::json());
   });
 }

@@ -4,9 +4,14 @@
 //   GET  /api/v1/events    the run's events.jsonl as a JSON array (the last 1000)
 //   POST /api/v1/jobs      submit: {"config_yaml": "..."} -> {"job_id": ...}; 400 naming
 //                          the key when the config does not load, 409 when a job runs
+//   GET  /metrics          Prometheus text format (monitor/prometheus.h)
+//   GET  /                 the live dashboard (monitor/dashboard.h)
+//   GET  /api/v1/checkpoints, /api/v1/goodput, /api/v1/dashboard (JSON)
 //   POST /api/v1/stop      ask the running job to save and stop
 //   POST /api/v1/chaos     {"action": "kill"|"hang"|"host", "rank": R} or {"action":
 //                          "host", "host": NAME}: rehearse a failure
+// POST /stop and /chaos need "Authorization: Bearer <token>" with the run's token
+// (monitor/run_token.h); without it they answer 401 and change nothing.
 // The same operations as functions, for the CLI and tests. All read and write the store
 // only: the HTTP server holds no job state of its own.
 #pragma once

@@ -1,0 +1,71 @@
+#include "monitor/dashboard.h"
+
+#include <chrono>
+
+namespace elastrain {
+
+extern const char kEmbeddedDashboardHtml[];  // generated from web/dashboard.html
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Keeps every k-th point, and always the last, so that at most kMaxSeriesPoints remain.
+nlohmann::json Thin(const std::vector<nlohmann::json>& v) {
+  nlohmann::json out = nlohmann::json::array();
+  const size_t k = v.size() / kMaxSeriesPoints + 1;
+  for (size_t i = 0; i < v.size(); ++i)
+    if (i % k == 0 || i + 1 == v.size()) out.push_back(v[i]);
+  return out;
+}
+
+// Events worth a line in the timeline: not the per-worker chatter.
+bool Shown(const std::string& e) { return e != "worker_loss" && e != "heartbeat"; }
+
+}  // namespace
+
+nlohmann::json DashboardJson(const nlohmann::json& status, const RunSnapshot& run, const nlohmann::json& checkpoints) {
+  std::vector<nlohmann::json> series, evals, events;
+  for (const nlohmann::json& m : run.metrics) {
+    if (m.contains("loss"))
+      series.push_back({{"step", m.value("step", 0)}, {"loss", m.value("loss", 0.0)},
+                        {"tps", m.value("tokens_per_sec", 0.0)}, {"mfu", m.value("mfu", 0.0)},
+                        {"time", m.value("wall_time", 0.0)}, {"generation", m.value("generation", 0)},
+                        {"world", m.value("world_size", 0)}});
+    else if (m.contains("eval_loss"))
+      evals.push_back({{"step", m.value("step", 0)}, {"eval_loss", m.value("eval_loss", 0.0)}});
+  }
+  for (const nlohmann::json& e : run.events)
+    if (Shown(e.value("event", ""))) events.push_back(e);
+  if (events.size() > 500) events.erase(events.begin(), events.end() - 500);
+  return {{"job", status},
+          {"now", Now()},
+          {"series", Thin(series)},
+          {"evals", Thin(evals)},
+          {"events", events},
+          {"goodput", run.goodput.ToJson()},
+          {"checkpoints", checkpoints}};
+}
+
+const std::string& DashboardHtml() {
+  static const std::string html(kEmbeddedDashboardHtml);
+  return html;
+}
+
+std::string ReportHtml(const nlohmann::json& data) {
+  nlohmann::json d = data;
+  d["static"] = true;
+  std::string js = d.dump();
+  // "</script>" inside the JSON would end the element early.
+  for (size_t p = 0; (p = js.find("</", p)) != std::string::npos; p += 3) js.replace(p, 2, "<\\/");
+  std::string html = DashboardHtml();
+  const std::string marker = "<!--ELASTRAIN_DATA-->";
+  const size_t at = html.find(marker);
+  const std::string tag = "<script>window.ELASTRAIN_DATA = " + js + ";</script>";
+  if (at == std::string::npos) return html + tag;
+  return html.replace(at, marker.size(), tag);
+}
+
+}  // namespace elastrain

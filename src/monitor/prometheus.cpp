@@ -1,0 +1,147 @@
+#include "monitor/prometheus.h"
+
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "elastic/job_state.h"
+
+namespace elastrain {
+
+namespace {
+
+class Exposition {
+ public:
+  void Family(const std::string& name, const char* type, const std::string& help) {
+    out_ += fmt::format("# HELP elastrain_{} {}\n# TYPE elastrain_{} {}\n", name, help, name, type);
+  }
+  void Sample(const std::string& name, double v, const std::string& labels = "") {
+    out_ += "elastrain_" + name + (labels.empty() ? "" : "{" + labels + "}") + " " + Value(v) + "\n";
+  }
+  void Gauge(const std::string& name, const std::string& help, double v) {
+    Family(name, "gauge", help);
+    Sample(name, v);
+  }
+  void Counter(const std::string& name, const std::string& help, double v) {
+    Family(name, "counter", help);
+    Sample(name, v);
+  }
+  void Histogram(const std::string& name, const std::string& help, const std::vector<double>& bounds,
+                 const std::vector<double>& values) {
+    Family(name, "histogram", help);
+    double sum = 0;
+    for (double v : values) sum += v;
+    for (double b : bounds) {
+      size_t n = 0;
+      for (double v : values) n += v <= b ? 1 : 0;
+      Sample(name + "_bucket", static_cast<double>(n), fmt::format("le=\"{}\"", Value(b)));
+    }
+    Sample(name + "_bucket", static_cast<double>(values.size()), "le=\"+Inf\"");
+    Sample(name + "_sum", sum);
+    Sample(name + "_count", static_cast<double>(values.size()));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  static std::string Value(double v) {
+    if (std::isnan(v)) return "NaN";
+    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+    return fmt::format("{}", v);
+  }
+  std::string out_;
+};
+
+double Num(const nlohmann::json& j, const char* key, double def = 0) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number() ? it->get<double>() : def;
+}
+
+}  // namespace
+
+std::string PrometheusLabel(const std::string& v) {
+  std::string s;
+  for (char c : v) {
+    if (c == '\\') s += "\\\\";
+    else if (c == '"') s += "\\\"";
+    else if (c == '\n') s += "\\n";
+    else s += c;
+  }
+  return s;
+}
+
+std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& run) {
+  Exposition x;
+  const bool has_job = status.is_object() && status.contains("job");
+  const std::string state = has_job ? status.value("state", "PENDING") : "";
+  x.Family("job_info", "gauge", "the job this controller runs (always 1; its labels name it)");
+  if (has_job)
+    x.Sample("job_info", 1,
+             fmt::format("job=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(status.value("job", "")),
+                         PrometheusLabel(status.value("run_dir", "")), PrometheusLabel(status.value("num_workers", ""))));
+  x.Family("job_state", "gauge", "1 for the job's current state, 0 for the others");
+  for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kResizing,
+                     JobState::kWaitingForResources, JobState::kSucceeded, JobState::kFailed, JobState::kStopped}) {
+    const std::string name = JobStateName(s);
+    x.Sample("job_state", has_job && name == state ? 1 : 0, fmt::format("state=\"{}\"", name));
+  }
+  const auto st = [&](const char* k) { return has_job ? Num(status, k) : 0.0; };
+  x.Gauge("step", "the newest completed training step", st("step"));
+  x.Gauge("target_steps", "the steps the job trains for", st("steps"));
+  x.Gauge("generation", "the current generation (a new one starts at every membership change)", st("generation"));
+  x.Gauge("world_size", "workers in the current generation", st("world"));
+  x.Gauge("max_failures", "the failure budget (-1: unlimited)", st("max_failures"));
+  x.Counter("failures_total", "failures counted against max_failures", st("failures"));
+  x.Counter("restarts_total", "generations started after the first (failures and resizes)", st("restarts"));
+  const double ckpt = has_job ? Num(status, "latest_checkpoint_step", -1) : -1;
+  x.Gauge("checkpoint_latest_step", "the newest committed checkpoint's step (-1: none yet)", ckpt);
+  x.Gauge("checkpoint_age_steps", "steps trained since the newest committed checkpoint",
+          st("step") - std::max(0.0, ckpt));
+  x.Gauge("checkpoint_period_steps", "checkpoint_period", st("checkpoint_period"));
+
+  // The newest training figures, from metrics.jsonl.
+  double loss = NAN, eval = NAN, tps = NAN, mfu = NAN, last_step_time = 0;
+  for (auto it = run.metrics.rbegin(); it != run.metrics.rend(); ++it) {
+    if (std::isnan(loss) && it->contains("loss")) {
+      loss = Num(*it, "loss");
+      tps = Num(*it, "tokens_per_sec");
+      mfu = Num(*it, "mfu");
+      last_step_time = Num(*it, "wall_time");
+    }
+    if (std::isnan(eval) && it->contains("eval_loss")) eval = Num(*it, "eval_loss");
+    if (!std::isnan(loss) && !std::isnan(eval)) break;
+  }
+  x.Gauge("loss", "training loss of the newest logged step", loss);
+  x.Gauge("eval_loss", "the newest evaluation loss", eval);
+  x.Gauge("tokens_per_second", "training throughput of the newest logged step", tps);
+  x.Gauge("mfu", "model FLOPs utilisation of the newest logged step (0..1)", mfu);
+  x.Gauge("last_step_timestamp_seconds", "wall time when the newest logged step completed", last_step_time);
+
+  std::vector<double> saves, stalls;
+  for (const nlohmann::json& e : run.events)
+    if (e.value("event", "") == "checkpoint_saved") {
+      saves.push_back(Num(e, "write_seconds"));
+      stalls.push_back(Num(e, "stall_seconds"));
+    }
+  const std::vector<double> fast = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+  x.Histogram("checkpoint_save_seconds", "time to write and commit a checkpoint", fast, saves);
+  x.Histogram("checkpoint_stall_seconds", "training blocked by a checkpoint save", fast, stalls);
+  x.Histogram("recovery_seconds", "end of a generation to the first step of the next, less waiting",
+              {0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, run.goodput.recoveries);
+
+  const GoodputBreakdown& g = run.goodput;
+  x.Gauge("wall_seconds", "the job's wall time so far", g.wall());
+  x.Family("time_seconds_total", "counter", "the job's wall time by goodput category (they sum to wall_seconds)");
+  for (int i = 0; i < kNumTimeCategories; ++i)
+    x.Sample("time_seconds_total", g.seconds[i],
+             fmt::format("category=\"{}\"", TimeCategoryName(static_cast<TimeCategory>(i))));
+  x.Gauge("goodput_ratio", "productive training time / wall time", g.goodput());
+  x.Counter("redone_steps_total", "steps trained again after a failure", static_cast<double>(g.redone_steps));
+  x.Counter("worker_seconds_total", "worker-seconds of RUNNING generations", g.worker_seconds);
+  const double price = st("cost_per_worker_hour");
+  x.Gauge("cost_per_worker_hour", "cost_per_worker_hour (USD)", price);
+  x.Gauge("estimated_cost_usd", "worker-seconds x cost_per_worker_hour", g.worker_seconds / 3600.0 * price);
+  return x.Take();
+}
+
+}  // namespace elastrain
