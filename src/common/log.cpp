@@ -1,5 +1,8 @@
 #include "common/log.h"
 
+#include <mutex>
+#include <set>
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -13,6 +16,10 @@ bool SetLogLevel(const std::string& level) {
 }
 
 void AddLogFile(const std::string& path) {
+  static std::mutex mu;
+  static std::set<std::string> added;  // GUARDED_BY(mu)
+  std::lock_guard<std::mutex> lock(mu);
+  if (!added.insert(path).second) return;  // once per process, however many generations log there
   auto logger = spdlog::default_logger();
   auto sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path, /*truncate=*/false);
   sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");

@@ -10,7 +10,8 @@ namespace elastrain {
 
 // Sets the level from a name ("debug", "info", "warn", "error"); false if unknown.
 bool SetLogLevel(const std::string& level);
-// Adds a file sink (the run's human log) beside the console sink. Thread-safe.
+// Adds a file sink (the run's human log) beside the console sink, once per path per
+// process. Thread-safe.
 void AddLogFile(const std::string& path);
 
 }  // namespace elastrain

@@ -244,6 +244,9 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       store_->url().rfind("etcd://", 0) == 0 ? fmt::format("{}/{}", store_->url(), keys::Rendezvous(spec_.job_id))
                                              : fmt::format("file:{}/rendezvous/{}", spec_.run_dir, spec_.job_id);
   settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);
+  // One line per event, at the job's log_level, beside events.jsonl.
+  SetLogLevel(cfg->log_level);
+  AddLogFile(spec_.run_dir + "/controller.log");
   if (resumed) {
     events_.Emit("controller_resumed", {{"source", "controller"}, {"job", spec_.job_id}, {"state", record_.state},
                                         {"generation", record_.generation}, {"step", record_.step}});

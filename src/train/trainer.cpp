@@ -38,15 +38,6 @@ double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// A log file sink is added once per process, however many generations it is chief of.
-void AddLogFileOnce(const std::string& path) {
-  static std::mutex mu;
-  static std::set<std::string> added;  // GUARDED_BY(mu)
-  std::lock_guard<std::mutex> lock(mu);
-  if (added.insert(path).second) AddLogFile(path);
-}
-
-
 class Trainer {
  public:
   Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {
@@ -242,7 +233,7 @@ Status Trainer::Setup() {
   run_dir_ = (std::filesystem::path(cfg_.base_output_directory) / cfg_.run_name).string();
   if (is_chief()) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
-    AddLogFileOnce(run_dir_ + "/train.log");
+    AddLogFile(run_dir_ + "/train.log");
     ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
     ELASTRAIN_RETURN_IF_ERROR(events_.Open(run_dir_ + "/events.jsonl"));
   }
