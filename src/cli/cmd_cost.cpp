@@ -103,7 +103,7 @@ std::string WhyBest(const PlanCandidate& best, const std::vector<PlanCandidate>&
                     const std::vector<PlanCandidate>& all, const PlanRequest& req) {
   std::string o = fmt::format(
       "why: the cheapest of the {} plans that meet the {}{}; its {} hosts see an interruption every {:.1f} h, "
-      "which with a {:.0f} s checkpoint every {:.0f} s and {:.0f} s of recovery keeps {:.0f}% of the time useful "
+      "which with a {:.0f} s checkpoint every {:.0f} s and {:.0f} s of recovery keeps {:.1f}% of the time useful "
       "(goodput {:.3f})",
       ranked.size(), req.deadline_seconds > 0 ? fmt::format("{:g} h deadline", req.deadline_seconds / 3600) : "",
       req.budget_usd > 0 ? fmt::format("{}${:.0f} budget", req.deadline_seconds > 0 ? " and the " : "", req.budget_usd)
@@ -178,14 +178,34 @@ int RunCostPlan(const std::vector<std::string>& argv) {
                        "capacity.\n",
                        Hours(spot_fastest), CapacityName(best.capacity));
   }
-  o += fmt::format("price: {} {} ${:.3f}/chip-h (on demand ${:.3f}), {} ({}, {})\n", best.offer.name,
-                   CapacityName(best.capacity), best.offer.spot_usd_per_chip_hour,
-                   best.offer.on_demand_usd_per_chip_hour, best.offer.region, best.offer.source,
-                   best.offer.price_date);
+  o += fmt::format("price: {} ${:.3f} spot, ${:.3f} on demand per chip-hour; {}: ${:.2f}/h for {} chips ({}, {}, {})\n",
+                   best.offer.name, best.offer.spot_usd_per_chip_hour, best.offer.on_demand_usd_per_chip_hour,
+                   best.capacity == Capacity::kMix
+                       ? fmt::format("mix of {} on-demand and {} spot hosts", best.on_demand_hosts,
+                                     best.hosts - best.on_demand_hosts)
+                       : std::string(CapacityName(best.capacity)),
+                   best.usd_per_hour, best.chips, best.offer.region, best.offer.source, best.offer.price_date);
   o += fmt::format("\n{}", kPlanHeader);
   for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(*top); ++i) o += PlanRow(i + 1, ranked[i]);
   if (ranked.size() > static_cast<size_t>(*top))
     o += fmt::format("  ... {} more plans meet the constraints (--top K shows more)\n", ranked.size() - *top);
+  o += "\nthe cheapest plan of each offer and capacity (rank among all plans):\n" + std::string(kPlanHeader);
+  for (const AcceleratorOffer& offer : setup->offers)
+    for (Capacity c : {Capacity::kSpot, Capacity::kOnDemand, Capacity::kMix}) {
+      size_t i = 0;
+      while (i < ranked.size() && !(ranked[i].offer.name == offer.name && ranked[i].capacity == c)) ++i;
+      if (i < ranked.size()) {
+        o += PlanRow(i + 1, ranked[i]);
+        continue;
+      }
+      double fastest = INFINITY;
+      bool fits = false;
+      for (const PlanCandidate& p : report.candidates)
+        if (p.offer.name == offer.name && p.capacity == c) fits = true, fastest = std::min(fastest, p.expected_seconds);
+      o += fmt::format("   -  {:<18} {:<9} {}\n", offer.name, CapacityName(c),
+                       !fits ? "does not fit in memory"
+                             : fmt::format("none meets the constraints (fastest {} h)", Hours(fastest)));
+    }
   std::fputs(o.c_str(), stdout);
   return 0;
 }
