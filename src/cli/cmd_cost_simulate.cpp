@@ -79,6 +79,8 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
   }
   // Without --hosts: the best plan's offer and host count (among the chosen capacities).
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t hosts, a.Integer("--hosts", 0, 1, 100000));
+  if (hosts > 0 && !a.Has("--offer"))
+    return Status::InvalidArgument(fmt::format("--hosts {}: expected --offer NAME with it (which accelerator)", hosts));
   AcceleratorOffer offer = offers[0];
   if (hosts == 0) {
     PlanReport report = EnumeratePlans(req, offers);
@@ -122,6 +124,9 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
 
 Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
   Scenario s;
+  if (!a.passthrough().empty())
+    return Status::InvalidArgument(fmt::format(
+        "unexpected argument '{}': config keys and files describe a plan, which needs tokens=N", a.passthrough()[0]));
   if (!a.Has("--work-hours") || !a.Has("--checkpoint-seconds"))
     return Status::InvalidArgument(
         "expected tokens=N (simulate a plan) or --work-hours H and --checkpoint-seconds D (simulate a given job)");

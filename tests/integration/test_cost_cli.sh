@@ -100,6 +100,12 @@ expect_error2 "simulate: bad trials" "--trials=0: expected an integer in \[1, " 
 expect_error2 "simulate: nothing to simulate" "expected tokens=N \(simulate a plan\) or --work-hours H" -- cost simulate
 expect_error2 "simulate: unknown offer" "--offer tpu-v9: not in the catalog" -- \
   cost simulate model_name=llama3-8b tokens=1e11 --offer tpu-v9
+expect_error2 "simulate: config keys without tokens" "unexpected argument 'model_name=tiny': .*needs tokens=N" -- \
+  cost simulate model_name=tiny --work-hours 1 --checkpoint-seconds 10
+expect_error2 "simulate: hosts without offer" "--hosts 4: expected --offer NAME" -- \
+  cost simulate model_name=llama3-8b tokens=1e11 --hosts 4
+out=$("$BIN" cost simulate model_name=llama3-8b tokens=1e11 --offer gcp-a3-h100 --hosts 10 --capacity spot --min-hosts 6 --trials 50)
+check "a pinned, elastic plan is simulated" "^gcp-a3-h100 spot x10 " "$out"
 expect_error2 "simulate: unwritable svg" "--svg $WORK/no/dir/p.svg: cannot write" -- \
   cost simulate --work-hours 1 --checkpoint-seconds 10 --trials 2 --svg "$WORK/no/dir/p.svg"
 finish
