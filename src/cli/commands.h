@@ -12,6 +12,9 @@ int RunTrainCommand(const std::vector<std::string>& args);
 int RunWorkerCommand(const std::vector<std::string>& args);
 int RunTokenizerCommand(const std::vector<std::string>& args);
 int RunPlanCommand(const std::vector<std::string>& args);
+// `cost interval|plan|simulate`: checkpoint intervals, cost planner, spot simulator
+// (src/cli/cmd_cost.cpp, docs/cost.md).
+int RunCostCommand(const std::vector<std::string>& args);
 // `checkpoint list|verify|inspect|export` (src/cli/cmd_checkpoint.cpp).
 int RunCheckpointCommand(const std::vector<std::string>& args);
 // Cluster mode and job control (src/cli/cmd_cluster.cpp).

@@ -15,6 +15,8 @@ void PrintUsage() {
       "  train [CONFIG.yml] [key=value ...]   train a model (keys: configs/base.yml)\n"
       "  plan [CONFIG.yml] [key=value ...]    print the mesh and per-rank memory, FLOPs and\n"
       "                                       collective volume, without training\n"
+      "  cost interval|plan|simulate ...      checkpoint intervals (Young, Daly); the cheapest\n"
+      "                                       accelerator plan for a deadline; spot Monte Carlo\n"
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
       "                                       train a sentencepiece BPE tokenizer\n"
       "  checkpoint list|verify|inspect|export ...\n"
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
   if (cmd == "worker") return elastrain::RunWorkerCommand(args);
   if (cmd == "tokenizer") return elastrain::RunTokenizerCommand(args);
   if (cmd == "plan") return elastrain::RunPlanCommand(args);
+  if (cmd == "cost") return elastrain::RunCostCommand(args);
   if (cmd == "checkpoint") return elastrain::RunCheckpointCommand(args);
   if (cmd == "head") return elastrain::RunHeadCommand(args);
   if (cmd == "agent") return elastrain::RunAgentCommand(args);

@@ -1,0 +1,176 @@
+#include "cli/cost_setup.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_common.h"
+#include "model/flops.h"
+
+namespace elastrain {
+
+namespace {
+
+std::string LossSizesText(const std::vector<LossSize>& sizes) {
+  std::string s;
+  for (const LossSize& l : sizes) s += fmt::format("{}{}:{:g}", s.empty() ? "" : ",", l.hosts, l.probability);
+  return s;
+}
+
+Status ReadPreemptionFlags(const CostArgs& a, const std::string& prefix, PreemptionModel* m) {
+  ELASTRAIN_ASSIGN_OR_RETURN(m->host_mtti_seconds,
+                             a.Seconds("--" + prefix + "-host-mtti", m->host_mtti_seconds, 3600));
+  ELASTRAIN_ASSIGN_OR_RETURN(m->replacement_seconds,
+                             a.Number("--" + prefix + "-replacement-seconds", m->replacement_seconds, 0, INFINITY));
+  const std::string flag = "--" + prefix + "-loss-sizes";
+  if (a.Has(flag)) {
+    ELASTRAIN_ASSIGN_OR_RETURN(m->loss_sizes, ParseLossSizes(a.String(flag, ""), flag));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const std::set<std::string>& CostSetupFlags() {
+  static const std::set<std::string> f = {
+      "--deadline", "--budget", "--mfu", "--metrics", "--workers", "--catalog", "--mix-on-demand-fraction",
+      "--checkpoint-gbps-per-host", "--detection-seconds", "--restart-seconds", "--spot-host-mtti",
+      "--spot-replacement-seconds", "--spot-loss-sizes", "--on-demand-host-mtti", "--on-demand-replacement-seconds",
+      "--on-demand-loss-sizes"};
+  return f;
+}
+
+Result<double> MeasuredMfu(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(fmt::format("--metrics {}: no such file", path));
+  std::vector<double> mfus;
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("mfu") && j["mfu"].is_number()) {
+      const double v = j["mfu"].get<double>();
+      if (v > 0 && v <= 1) mfus.push_back(v);
+    }
+  }
+  if (mfus.empty())
+    return Status::InvalidArgument(
+        fmt::format("--metrics {}: no line has an \"mfu\" field in (0, 1] (expected a run's metrics.jsonl)", path));
+  std::sort(mfus.begin(), mfus.end());
+  return mfus[mfus.size() / 2];
+}
+
+Result<CostSetup> BuildCostSetup(CostArgs& a) {
+  CostSetup s;
+  PlanRequest& r = s.req;
+  const std::string tokens = a.TakeKey("tokens");
+  {
+    double v = 0;
+    const auto [p, ec] = std::from_chars(tokens.data(), tokens.data() + tokens.size(), v);
+    if (tokens.empty() || ec != std::errc() || p != tokens.data() + tokens.size() || !(v >= 1) || !std::isfinite(v))
+      return Status::InvalidArgument(fmt::format(
+          "tokens={}: expected the number of training tokens, >= 1 (e.g. tokens=1e11)", tokens.empty() ? "" : tokens));
+    r.tokens = v;
+  }
+  // The config loader's defaults suit training on this CPU; a cost plan is about real
+  // accelerators, so keys not given here take planning defaults (docs/cost.md).
+  const bool explicit_len = a.HasKey("max_target_length");
+  const bool explicit_batch = a.HasKey("per_device_batch_size");
+  const bool explicit_remat = a.HasKey("remat_policy");
+  std::vector<std::string> overrides = a.passthrough();
+  if (!explicit_batch) overrides.push_back("per_device_batch_size=1");
+  if (!explicit_remat) overrides.push_back("remat_policy=full");
+  ELASTRAIN_ASSIGN_OR_RETURN(TrainConfig cfg, LoadConfigFromArgs(overrides));
+  r.model = cfg.model;
+  r.seq_len = explicit_len ? cfg.max_target_length : cfg.model.max_seq_len;
+  r.micro_batch = cfg.per_device_batch_size;
+  r.remat_full = cfg.remat_policy == "full";
+  s.shape_note = fmt::format("seq_len {} ({}), per_device_batch_size {} ({}), remat_policy {} ({})", r.seq_len,
+                             explicit_len ? "max_target_length" : "the preset's context; max_target_length=N to change",
+                             r.micro_batch, explicit_batch ? "given" : "planning default", cfg.remat_policy,
+                             explicit_remat ? "given" : "planning default");
+
+  if (a.Has("--metrics") && a.Has("--mfu"))
+    return Status::InvalidArgument("--mfu and --metrics: expected one of them, not both");
+  if (a.Has("--metrics")) {
+    const std::string path = a.String("--metrics", "");
+    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, MeasuredMfu(path));
+    s.mfu_note = fmt::format("measured MFU {:.2f} from {} (median of its mfu fields)", r.mfu, path);
+  } else {
+    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, a.Number("--mfu", kDefaultMfu, 0, 1, /*lo_open=*/true));
+    s.mfu_note = fmt::format("{} MFU {:.2f}{}", a.Has("--mfu") ? "given" : "assumed", r.mfu,
+                             a.Has("--mfu") ? "" : " (--mfu X or --metrics RUN/metrics.jsonl to change)");
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(r.deadline_seconds, a.Seconds("--deadline", 0, 3600));
+  ELASTRAIN_ASSIGN_OR_RETURN(r.budget_usd, a.Number("--budget", 0, 0, INFINITY, /*lo_open=*/true));
+  if (a.Has("--workers")) {
+    const std::string w = a.String("--workers", "");
+    int lo = 0, hi = 0;
+    const size_t colon = w.find(':');
+    bool ok = false;
+    if (colon != std::string::npos) {
+      auto [p1, e1] = std::from_chars(w.data(), w.data() + colon, lo);
+      auto [p2, e2] = std::from_chars(w.data() + colon + 1, w.data() + w.size(), hi);
+      ok = e1 == std::errc() && p1 == w.data() + colon && e2 == std::errc() && p2 == w.data() + w.size();
+    } else {
+      auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), lo);
+      hi = lo;
+      ok = e == std::errc() && p == w.data() + w.size();
+    }
+    if (!ok || lo < 1 || hi < lo || hi > 100000)
+      return Status::InvalidArgument(fmt::format(
+          "--workers={}: expected N or MIN:MAX hosts with 1 <= MIN <= MAX <= 100000", w));
+    r.min_hosts = lo, r.max_hosts = hi;
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(r.mix_on_demand_fraction,
+                             a.Number("--mix-on-demand-fraction", kDefaultMixOnDemandFraction, 0, 1));
+  ELASTRAIN_ASSIGN_OR_RETURN(double gbps, a.Number("--checkpoint-gbps-per-host",
+                                                   kDefaultCheckpointBytesPerSecondPerHost / 1e9, 0, INFINITY, true));
+  r.checkpoint_bytes_per_second_per_host = gbps * 1e9;
+  ELASTRAIN_ASSIGN_OR_RETURN(r.detection_seconds, a.Number("--detection-seconds", kDefaultDetectionSeconds, 0, INFINITY));
+  ELASTRAIN_ASSIGN_OR_RETURN(r.restart_seconds, a.Number("--restart-seconds", kDefaultRestartSeconds, 0, INFINITY));
+  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "spot", &r.spot));
+  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "on-demand", &r.on_demand));
+
+  if (a.Has("--catalog")) {
+    s.catalog_origin = a.String("--catalog", "");
+    ELASTRAIN_ASSIGN_OR_RETURN(s.offers, LoadCatalog(s.catalog_origin));
+  } else {
+    s.catalog_origin = "the built-in configs/catalog/*.csv";
+    ELASTRAIN_ASSIGN_OR_RETURN(s.offers, EmbeddedCatalog());
+  }
+  return s;
+}
+
+std::string DescribeSetup(const CostSetup& s) {
+  const PlanRequest& r = s.req;
+  const MemoryEstimate mem = EstimateTrainingMemory(r.model, r.micro_batch, r.seq_len, r.remat_full);
+  const double n = static_cast<double>(r.model.NumParams());
+  std::string o;
+  o += fmt::format("model {}: {:.3f}B parameters, {:.3g} FLOPs/token (6 x matmul params + attention, at {}), "
+                   "{:.3g} tokens\n",
+                   r.model.name, n / 1e9, TrainingFlopsPerToken(r.model, r.seq_len), r.seq_len, r.tokens);
+  o += fmt::format("  {}\n", s.shape_note);
+  o += fmt::format("{}\n", s.mfu_note);
+  o += fmt::format("memory: {} of fp32 parameters + gradients + AdamW m, v sharded over all chips (FSDP), "
+                   "+ {} activations per chip\n",
+                   FormatBytes(mem.param_bytes + mem.grad_bytes + mem.optimizer_bytes), FormatBytes(mem.activation_bytes));
+  o += fmt::format("checkpoint: {:.1f} GB (parameters + AdamW m, v) at {:g} GB/s per host, restored at the same rate\n",
+                   (mem.param_bytes + mem.optimizer_bytes) / 1e9, r.checkpoint_bytes_per_second_per_host / 1e9);
+  o += fmt::format("failures: spot host MTTI {:.1f} h, hosts lost per event {}, replacement {:g} s; on-demand host "
+                   "MTTI {:.0f} h, hosts lost {}, replacement {:g} s\n",
+                   r.spot.host_mtti_seconds / 3600, LossSizesText(r.spot.loss_sizes), r.spot.replacement_seconds,
+                   r.on_demand.host_mtti_seconds / 3600, LossSizesText(r.on_demand.loss_sizes),
+                   r.on_demand.replacement_seconds);
+  o += fmt::format("recovery: detection {:g} s + restart {:g} s + restore + replacement wait; mix = {:g}% of hosts "
+                   "on demand (rounded up)\n",
+                   r.detection_seconds, r.restart_seconds, 100 * r.mix_on_demand_fraction);
+  o += fmt::format("catalog: {} offers from {}\n", s.offers.size(), s.catalog_origin);
+  return o;
+}
+
+}  // namespace elastrain

@@ -1,0 +1,75 @@
+// The cost planner: for every catalog offer x capacity (spot, on-demand, mix) x host
+// count, does the model fit, how long does training take with failures and checkpoints
+// (Daly's interval and expected wall time, cost/interval.h), what does it cost, and
+// which plan is cheapest within a deadline and a budget. Every formula: docs/cost.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/catalog.h"
+#include "cost/preemption.h"
+#include "model/model_config.h"
+
+namespace elastrain {
+
+constexpr double kDefaultMfu = 0.40;
+constexpr double kDefaultCheckpointBytesPerSecondPerHost = 1e9;  // 1 GB/s to object storage
+constexpr double kDefaultDetectionSeconds = 30;   // preemption notice / worker socket closing
+constexpr double kDefaultRestartSeconds = 120;    // new generation: processes, rendezvous, mesh
+constexpr double kDefaultMixOnDemandFraction = 0.25;
+
+struct PlanRequest {
+  ModelConfig model;
+  int64_t seq_len = 0;
+  int64_t micro_batch = 1;   // rows per chip (per_device_batch_size)
+  bool remat_full = false;
+  double tokens = 0;         // training tokens
+  double mfu = kDefaultMfu;
+  int min_hosts = 1, max_hosts = 128;
+  double deadline_seconds = 0;  // 0: none
+  double budget_usd = 0;        // 0: none
+  PreemptionModel spot = DefaultPreemption(Capacity::kSpot);
+  PreemptionModel on_demand = DefaultPreemption(Capacity::kOnDemand);
+  double mix_on_demand_fraction = kDefaultMixOnDemandFraction;  // of the hosts, rounded up
+  double checkpoint_bytes_per_second_per_host = kDefaultCheckpointBytesPerSecondPerHost;
+  double detection_seconds = kDefaultDetectionSeconds;
+  double restart_seconds = kDefaultRestartSeconds;
+};
+
+struct PlanCandidate {
+  AcceleratorOffer offer;
+  Capacity capacity = Capacity::kSpot;
+  int hosts = 0, chips = 0;
+  int on_demand_hosts = 0;        // mix: the hosts bought on demand
+  double bytes_per_chip = 0;      // (params + grads + AdamW) / chips + activations
+  double flops_per_token = 0;
+  double ideal_seconds = 0;       // tokens * flops_per_token / (chips * peak * mfu)
+  double checkpoint_bytes = 0;    // params + AdamW m, v (fp32)
+  double checkpoint_seconds = 0;  // delta: checkpoint_bytes / (hosts * bandwidth)
+  double recovery_seconds = 0;    // R: detection + restart + restore + replacement wait
+  double job_mtti_seconds = 0;    // M: 1 / sum over hosts of 1 / host MTTI
+  double interval_seconds = 0;    // Daly's tau
+  double expected_seconds = 0;    // Daly's T_w
+  double goodput = 0;             // ideal / expected
+  double usd_per_hour = 0;        // every chip, at its capacity's price
+  double cost_usd = 0;            // usd_per_hour * expected hours
+  bool meets_deadline = true, meets_budget = true;
+};
+
+struct PlanReport {
+  std::vector<PlanCandidate> candidates;  // every plan that fits in memory
+  std::vector<std::string> rejected;      // one line per offer that never fits, saying why
+};
+
+// Candidates for every offer x capacity x host count in [min_hosts, max_hosts].
+PlanReport EnumeratePlans(const PlanRequest& req, const std::vector<AcceleratorOffer>& offers);
+// One candidate (what EnumeratePlans computes per entry); fits is false when it does
+// not fit in memory.
+PlanCandidate EvaluatePlan(const PlanRequest& req, const AcceleratorOffer& offer, Capacity capacity, int hosts,
+                           bool* fits);
+// The plans meeting deadline and budget, cheapest first (ties: sooner first).
+std::vector<PlanCandidate> RankPlans(const std::vector<PlanCandidate>& candidates);
+
+}  // namespace elastrain

@@ -1,0 +1,59 @@
+// Monte Carlo of a training job under interruptions, through a recovery model that
+// mirrors the elastic controller (docs/elastic.md): an interruption takes hosts; after
+// `detection_seconds` the controller restarts the job from its last checkpoint
+// (`restart_seconds`, restore included), losing the work since; a job that needs its
+// full world waits for replacements first, an elastic one (min_hosts < hosts) goes on
+// with the hosts it has, at proportionally lower speed, and takes replacements back at
+// the next checkpoint (a `resize_seconds` pause, no work lost). Interruptions strike in
+// every phase (work, checkpoint, detection, restart, waiting), which is what Daly's
+// closed form assumes (cost/interval.h). Model and defaults: docs/cost.md.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "common/status.h"
+#include "cost/preemption.h"
+
+namespace elastrain {
+
+struct SimJob {
+  double work_seconds = 0;        // failure-free compute time at the full world
+  int hosts = 1;                  // the full world
+  int min_hosts = 1;              // < hosts: elastic (runs with fewer)
+  double interval_seconds = 0;    // tau: compute seconds between checkpoints
+  double checkpoint_seconds = 0;  // delta: a save blocks training this long
+  double detection_seconds = 0;   // interruption -> the controller acts
+  double restart_seconds = 0;     // restart + restore from the last checkpoint
+  double resize_seconds = 0;      // replacements joining at a checkpoint
+  double usd_per_host_hour = 0;   // hosts are billed while they are held
+};
+
+struct SimTrial {
+  double completion_seconds = 0;
+  double cost_usd = 0;
+  int interruptions = 0;
+  bool finished = true;  // false: gave up at kMaxSimulatedFactor x work_seconds
+};
+
+struct SimSummary {
+  std::vector<SimTrial> trials;
+  double mean_seconds = 0, p50_seconds = 0, p90_seconds = 0;
+  double mean_cost = 0, p50_cost = 0, p90_cost = 0;
+  double mean_interruptions = 0;
+  int unfinished = 0;
+};
+
+// A trial that has not finished after this many times its failure-free work gives up.
+constexpr double kMaxSimulatedFactor = 1000;
+
+// One trial. `trace` non-empty: its events are the interruptions (replayed as-is from
+// the job's start; none after the last); otherwise `failures` draws them.
+SimTrial SimulateTrial(const SimJob& job, const PreemptionModel& failures, const std::vector<PreemptionEvent>& trace,
+                       std::mt19937_64& rng);
+// `trials` trials from `seed`; the same inputs give the same summary.
+Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
+                            const std::vector<PreemptionEvent>& trace, int trials, uint64_t seed);
+
+}  // namespace elastrain
