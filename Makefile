@@ -19,7 +19,8 @@ demo: deps
 	$(MAKE) build
 	bash scripts/demo.sh $(ARGS)
 
-test: deps
+test:
+	bash scripts/install_deps.sh --test
 	$(MAKE) build
 	cd $(BUILD) && ctest --output-on-failure --timeout 1200
 

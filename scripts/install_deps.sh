@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs the Debian packages elastrain builds, runs and tests with. Idempotent: it
-# skips apt entirely when every package is already installed.
+# Installs the Debian packages elastrain builds and runs with (and, with --test, tests
+# with). Idempotent: it skips apt entirely when every package is already installed.
 set -euo pipefail
 PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
       sentencepiece libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
       libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev libgloo-dev
       libcpp-httplib-dev etcd-server)
+# --test: also what only the tests use: promtool (Prometheus' rule and metrics checker),
+# headless Chromium (drives the dashboard), curl and iproute2 (ss).
+if [ "${1:-}" = "--test" ]; then
+  PKGS+=(prometheus chromium-headless-shell curl iproute2)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

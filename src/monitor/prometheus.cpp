@@ -77,7 +77,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Family("job_info", "gauge", "the job this controller runs (always 1; its labels name it)");
   if (has_job)
     x.Sample("job_info", 1,
-             fmt::format("job=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(status.value("job", "")),
+             fmt::format("job_id=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(status.value("job", "")),
                          PrometheusLabel(status.value("run_dir", "")), PrometheusLabel(status.value("num_workers", ""))));
   x.Family("job_state", "gauge", "1 for the job's current state, 0 for the others");
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kResizing,

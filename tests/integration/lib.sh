@@ -120,3 +120,17 @@ compare_params_within() {
 }
 # A small text corpus that a run goes through several times (epochs).
 make_corpus() { head -c "${2:-24000}" /usr/share/games/fortunes/computers > "$1"; }
+
+# --- observability ------------------------------------------------------------------
+# Files a test keeps for people to look at (screenshots, scraped metrics): build/test-artifacts.
+ARTIFACTS="$TOOLS/test-artifacts"
+mkdir -p "$ARTIFACTS"
+# chrome ARGS...: headless Chromium (installed by scripts/install_deps.sh --test), with a
+# profile of its own in $WORK, no sandbox (root), no GPU; its chatter goes to $WORK.
+chrome() {
+  local bin
+  bin=$(command -v chromium-headless-shell || command -v chromium || true)
+  [ -n "$bin" ] || { echo "no chromium-headless-shell or chromium (scripts/install_deps.sh --test)" >&2; return 1; }
+  timeout 90 "$bin" --no-sandbox --disable-gpu --headless --user-data-dir="$WORK/chrome-profile" \
+    --window-size=1300,1700 "$@" 2>>"$WORK/chrome.log"
+}

@@ -35,6 +35,12 @@ expect_error "bad store URL" "--store 'redis://x': expected memory:// or etcd://
 expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
 expect_error "run without a head_url" "--run-dir $WORK/none: no head_url there" -- stop --run-dir "$WORK/none"
 expect_error "chaos needs a target" "expected one of --rank R or --host H" -- chaos kill --head http://127.0.0.1:9
+expect_error "negative price" "cost_per_worker_hour=-1: expected a price >= 0" -- \
+  train model_name=tiny cost_per_worker_hour=-1 "${common[@]}"
+expect_error "report of a missing run" "$WORK/none: not a run directory \(expected $WORK/none/events.jsonl" -- \
+  report "$WORK/none"
+mkdir -p "$WORK/empty_run" && : >"$WORK/empty_run/events.jsonl"
+expect_error "report of a run without events" "events.jsonl: no events with a time" -- report "$WORK/empty_run"
 # Nothing was written for the failed runs.
 if [ -z "$(ls -A "$WORK/runs" 2>/dev/null)" ]; then pass "failed configs wrote nothing"; else fail "runs/ not empty: $(ls "$WORK/runs")"; fi
 finish

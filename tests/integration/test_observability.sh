@@ -1,0 +1,123 @@
+# Issue 6: /metrics, the dashboard, the token-guarded control API and the goodput
+# accounting of a job with an injected failure (num_workers=2:3, rank 1 SIGKILLed at
+# step 60 by fail_at_step).
+#  1. promtool check metrics accepts /metrics scraped during the run.
+#  2. headless Chromium renders the live dashboard: the loss chart has points, the
+#     timeline lists the failure; screenshots go to build/test-artifacts/.
+#  3. POSTs without the token or with a wrong one get 401 and change nothing; the token
+#     file has mode 0600; the server listens on loopback.
+#  4. The goodput categories sum to the wall time within 1%, and the recovery category
+#     equals the recovery time the controller wrote in events.jsonl.
+source "$(dirname "$0")/lib.sh"
+make_corpus "$WORK/corpus.txt"
+run=runs/obs
+started=$(now)
+"$BIN" train model_name=tiny vocab_size=256 max_target_length=32 dataset_type=text dataset_path="$WORK/corpus.txt" \
+  steps=100000 global_batch_size=8 per_device_batch_size=4 eval_interval=100 log_period=1 checkpoint_period=50 \
+  base_output_directory="$WORK/runs" run_name=obs dashboard_port=0 num_workers=2:3 threads_per_worker=1 \
+  fail_rank=1 fail_at_step=60 fail_mode=kill cost_per_worker_hour=2.5 >"$WORK/out" 2>"$WORK/err" &
+job=$!
+bg_track $job
+wait_ev $run generation_first_step 120 generation=1 || fail "no recovery from the injected failure: $(tail -3 "$WORK/err")"
+wait_step $run 300 120 || fail "the run did not reach step 300: $(tail -3 "$WORK/err")"
+url=$(cat $run/head_url)
+
+# --- 3. token and loopback -------------------------------------------------------------
+mode=$(stat -c %a $run/token)
+[ "$mode" = 600 ] && pass "the token file has mode 0600" || fail "token mode $mode"
+grep -qE '^[0-9a-f]{64}$' $run/token && pass "the token is 64 hex digits" || fail "token: $(head -c 80 $run/token)"
+port=${url##*:}
+case "$url" in http://127.0.0.1:*) pass "the API URL is on loopback: $url" ;; *) fail "API URL $url" ;; esac
+listen=$(ss -Hltn "sport = :$port" | awk '{print $4}' | sort -u | tr '\n' ' ')
+[ "$listen" = "127.0.0.1:$port " ] && pass "listening on $listen only" || fail "listening on '$listen'"
+
+gen_before=$("$BIN" status --run-dir $run --json | "$JQ" generation)
+post() { curl -s -m 10 -o "$WORK/body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "$@"; }
+code=$(post -d '{}' "$url/api/v1/stop")
+[ "$code" = 401 ] && pass "POST /api/v1/stop without a token: 401 ($(cat "$WORK/body"))" || fail "stop without token: $code"
+code=$(post -H "Authorization: Bearer $(tr 0-9a-f 1-9a-f0 <$run/token)" -d '{}' "$url/api/v1/stop")
+[ "$code" = 401 ] && pass "POST /api/v1/stop with a wrong token: 401" || fail "stop with a wrong token: $code"
+code=$(post -H "Authorization: Bearer x" -d '{"action":"kill","rank":0}' "$url/api/v1/chaos")
+[ "$code" = 401 ] && pass "POST /api/v1/chaos with a wrong token: 401" || fail "chaos with a wrong token: $code"
+code=$(post -d '{"action":"kill","rank":0}' "$url/api/v1/chaos")
+[ "$code" = 401 ] && pass "POST /api/v1/chaos without a token: 401" || fail "chaos without token: $code"
+rc=0
+out=$("$BIN" chaos kill --rank 0 --run-dir $run --token wrong 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -q unauthorized <<<"$out" && pass "elastrain chaos --token wrong: exit $rc: $out" \
+  || fail "chaos with a wrong token: exit $rc: $out"
+sleep 2
+st=$("$BIN" status --run-dir $run --json)
+[ "$("$JQ" state <<<"$st")" = RUNNING ] && [ "$("$JQ" generation <<<"$st")" = "$gen_before" ] \
+  && [ "$("$JQ" failures <<<"$st")" = 1 ] && [ -z "$(ev $run stop_requested time)" ] \
+  && pass "nothing changed: still RUNNING, generation $gen_before, 1 failure, no stop requested" \
+  || fail "the job changed after refused POSTs: $st"
+
+# --- 1. /metrics -------------------------------------------------------------------------
+curl -s -m 10 "$url/metrics" >"$ARTIFACTS/metrics.txt"
+lint=$(promtool check metrics <"$ARTIFACTS/metrics.txt" 2>&1) && pass "promtool check metrics accepts /metrics ($(grep -c '^elastrain_' "$ARTIFACTS/metrics.txt") samples)" \
+  || fail "promtool check metrics: $lint"
+# The failure starts generation 1 (2 survivors); the replacement worker may join it at
+# once or grow the world back at the next checkpoint boundary (generation 2).
+gen=$(grep -E '^elastrain_generation ' "$ARTIFACTS/metrics.txt" | cut -d' ' -f2)
+for want in 'elastrain_job_state{state="RUNNING"} 1' 'elastrain_failures_total 1' "elastrain_restarts_total $gen" \
+            "elastrain_recovery_seconds_count $gen" 'elastrain_world_size 3'; do
+  grep -qF "$want" "$ARTIFACTS/metrics.txt" && pass "/metrics: $want" || fail "/metrics lacks '$want'"
+done
+grep -qE '^elastrain_loss [0-9.]+$' "$ARTIFACTS/metrics.txt" && grep -qE '^elastrain_estimated_cost_usd 0\.0[0-9]*[1-9]' "$ARTIFACTS/metrics.txt" \
+  && pass "/metrics: $(grep -E '^elastrain_(loss|goodput_ratio|estimated_cost_usd) ' "$ARTIFACTS/metrics.txt" | tr '\n' ' ')" \
+  || fail "/metrics loss or cost: $(grep -E '^elastrain_(loss|estimated_cost_usd) ' "$ARTIFACTS/metrics.txt")"
+
+# --- 2. the dashboard in Chromium ------------------------------------------------------
+chrome --virtual-time-budget=5000 --dump-dom "$url/" >"$WORK/dom.html" || fail "chromium --dump-dom failed: $(tail -3 "$WORK/chrome.log")"
+points=$(grep -o 'data-points="[0-9]*"' "$WORK/dom.html" | head -1 | grep -o '[0-9]*' || echo 0)
+[ "${points:-0}" -gt 100 ] && pass "the loss chart has $points points" || fail "loss chart points: '$points'"
+rows=$(grep -oE 'class="event failure" data-event="[a-z_]+"' "$WORK/dom.html" | sort -u | sed 's/.*data-event=//' | tr '\n' ' ')
+grep -q worker_failed <<<"$rows" && pass "the timeline shows the injected failure: $rows" || fail "timeline failure rows: '$rows'"
+grep -q 'class="marker failure"' "$WORK/dom.html" && pass "the timeline chart marks the failure" || fail "no failure marker"
+grep -qE 'recovered in [0-9.]+ s' "$WORK/dom.html" && pass "the timeline shows the recovery" || fail "no recovery row"
+chrome --virtual-time-budget=5000 --screenshot="$ARTIFACTS/dashboard.png" "$url/" >/dev/null
+[ -s "$ARTIFACTS/dashboard.png" ] && pass "screenshot: $ARTIFACTS/dashboard.png ($(stat -c %s "$ARTIFACTS/dashboard.png") bytes)" \
+  || fail "no screenshot"
+
+# --- stop with the token (read from the run directory) -----------------------------------
+out=$("$BIN" stop --run-dir $run 2>&1) && pass "elastrain stop with the run's token: $out" || fail "stop: $out"
+rc=0
+wait $job || rc=$?
+ended=$(now)
+[ "$rc" -eq 4 ] && pass "the job ended STOPPED (exit 4)" || fail "exit $rc: $(tail -3 "$WORK/err")"
+
+# --- 4. goodput ------------------------------------------------------------------------
+"$BIN" report $run --json >"$WORK/goodput.json" || fail "elastrain report failed"
+"$BIN" report $run >"$WORK/report.txt" && cat "$WORK/report.txt" | sed 's/^/     /'
+g() { "$JQ" "$1" <"$WORK/goodput.json"; }
+wall=$(g wall_seconds)
+sum=0
+for c in productive redone recovery checkpoint waiting initialisation; do sum=$(awk -v a="$sum" -v b="$(g seconds.$c)" 'BEGIN { print a + b }'); done
+awk -v s="$sum" -v w="$wall" 'BEGIN { d = s - w; if (d < 0) d = -d; exit !(w > 0 && d <= 0.01 * w) }' \
+  && pass "the six categories sum to $sum s, the wall time is $wall s" || fail "categories $sum s vs wall $wall s"
+# The wall time is the job's: from its submission to its end, inside what this test saw.
+awk -v w="$wall" -v a="$started" -v b="$ended" 'BEGIN { exit !(w <= b - a && w >= b - a - 3) }' \
+  && pass "wall time $wall s within the $(awk -v a="$started" -v b="$ended" 'BEGIN { printf "%.2f", b - a }') s the test measured" \
+  || fail "wall time $wall s vs measured $started..$ended"
+recovery=$(g seconds.recovery)
+from_events=$(ev $run generation_first_step recovery_seconds | awk '{ s += $1 } END { print s + 0 }')
+awk -v a="$recovery" -v b="$from_events" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01 * b + 1e-3) }' \
+  && pass "recovery category $recovery s = recovery_seconds in events.jsonl ($from_events s)" \
+  || fail "recovery category $recovery s vs events.jsonl $from_events s"
+spans=$(g recoveries | tr -cd , | wc -c)
+firsts=$(ev $run generation_first_step recovery_seconds | grep -c .)
+[ "$((spans + 1))" = "$firsts" ] && pass "$firsts recovery spans, one per generation after the first" \
+  || fail "recoveries $(g recoveries) vs $firsts generation_first_step events with recovery_seconds"
+# The failure was at step 60, right after a save at step 50 would have been redone, but
+# generation 1 restored from memory at step 60: nothing redone.
+[ "$(g redone_steps)" = 0 ] && pass "no steps redone (memory restore)" || fail "redone steps $(g redone_steps)"
+
+# The HTML report has the same charts, with the data inlined.
+[ -s $run/report.html ] && grep -q ELASTRAIN_DATA $run/report.html && pass "report.html written" || fail "no report.html"
+chrome --virtual-time-budget=3000 --dump-dom "file://$WORK/$run/report.html" >"$WORK/report_dom.html"
+points=$(grep -o 'data-points="[0-9]*"' "$WORK/report_dom.html" | head -1 | grep -o '[0-9]*' || echo 0)
+[ "${points:-0}" -gt 100 ] && grep -q 'class="event failure"' "$WORK/report_dom.html" \
+  && pass "the report renders offline: loss chart $points points, the failure in the timeline" || fail "report render: $points points"
+chrome --virtual-time-budget=3000 --screenshot="$ARTIFACTS/report.png" "file://$WORK/$run/report.html" >/dev/null
+[ -s "$ARTIFACTS/report.png" ] && pass "screenshot: $ARTIFACTS/report.png" || fail "no report screenshot"
+finish
