@@ -159,6 +159,7 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
   }
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
   return c;
 }
@@ -169,6 +170,7 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
   ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({origin, true}, yaml_text, &c, nullptr));
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
   return c;
 }

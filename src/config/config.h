@@ -55,7 +55,15 @@ struct TrainConfig {
   std::string fail_mode = "exit";            // exit | kill | hang | preempt (see base.yml)
   // --- checkpoints (ckpt/, docs/checkpoint-format.md) ---
   bool enable_checkpointing = true;
+  std::string checkpoint_period_spec = "100";  // key checkpoint_period: steps, or "auto"
+  // Parsed from checkpoint_period_spec by LoadConfig. auto: the period is chosen in
+  // training from the measured save cost and the failures seen (docs/cost.md), and
+  // checkpoint_period holds checkpoint_period_min, the period until a save is measured.
   int64_t checkpoint_period = 100;
+  bool checkpoint_period_auto = false;
+  double checkpoint_mtti_prior_seconds = 86400;  // auto: the MTTI assumed before any failure
+  int64_t checkpoint_period_min = 10;            // auto: bounds of the period, in steps
+  int64_t checkpoint_period_max = 10000;
   bool async_checkpointing = true;
   int64_t max_num_checkpoints_to_keep = 3;
   bool save_checkpoint_on_completion = true;

@@ -66,7 +66,10 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),
-      KEY("checkpoint_period", "checkpoint", checkpoint_period, "steps between checkpoints"),
+      KEY("checkpoint_period", "checkpoint", checkpoint_period_spec, "steps between checkpoints, or auto: chosen from the measured save cost and the failures seen (docs/cost.md)"),
+      KEY("checkpoint_mtti_prior_seconds", "checkpoint", checkpoint_mtti_prior_seconds, "auto: mean time to interrupt assumed before any failure, > 0 (86400: a spot host lost about once a day)"),
+      KEY("checkpoint_period_min", "checkpoint", checkpoint_period_min, "auto: fewest steps between checkpoints, and the period until a save is measured"),
+      KEY("checkpoint_period_max", "checkpoint", checkpoint_period_max, "auto: most steps between checkpoints, >= checkpoint_period_min"),
       KEY("async_checkpointing", "checkpoint", async_checkpointing, "snapshot to memory and write in the background while training goes on"),
       KEY("max_num_checkpoints_to_keep", "checkpoint", max_num_checkpoints_to_keep, "committed checkpoints kept; older ones are removed; <= 0: keep all"),
       KEY("save_checkpoint_on_completion", "checkpoint", save_checkpoint_on_completion, "save after the last step"),
@@ -195,6 +198,8 @@ std::string Quote(const std::string& s) {
 }
 
 }  // namespace
+
+bool ParseConfigInteger(const std::string& text, int64_t* v) { return ParseInt(NumberText(text), v); }
 
 Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c) {
   if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) {

@@ -44,6 +44,9 @@ bool IsModelShapeKey(std::string_view name);
 // Parses a value given as text ("12", "1e-3", "150_001") into the key's field of `c`.
 // Errors read "per_device_batch_size=abc: expected an integer".
 Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c);
+// An integer as SetConfigValue reads one ("10_000", "12.0"), for string keys that hold
+// numbers (checkpoint_period).
+bool ParseConfigInteger(const std::string& text, int64_t* v);
 // The field's value as YAML text: integers and doubles plain (shortest form that parses
 // back to the same double), strings double-quoted.
 std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c);

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/files.h"
+#include "config/config_keys.h"
 
 namespace elastrain {
 namespace {
@@ -98,6 +99,12 @@ Status ValidateTrainConfig(const TrainConfig& c) {
                                                     c.num_workers_spec));
   // --- checkpoints ---
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("checkpoint_period", c.checkpoint_period, 1));
+  if (!(c.checkpoint_mtti_prior_seconds > 0))
+    return Bad("checkpoint_mtti_prior_seconds", c.checkpoint_mtti_prior_seconds, "expected a number of seconds > 0");
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("checkpoint_period_min", c.checkpoint_period_min, 1));
+  if (c.checkpoint_period_max < c.checkpoint_period_min)
+    return Bad("checkpoint_period_max", c.checkpoint_period_max,
+               fmt::format("expected an integer >= checkpoint_period_min={}", c.checkpoint_period_min));
   ELASTRAIN_RETURN_IF_ERROR(OneOf("checkpoint_failure_policy", c.checkpoint_failure_policy, {"continue", "fail"}));
   if (!c.load_full_state_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_full_state_path", c.load_full_state_path));
   if (!c.load_parameters_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_parameters_path", c.load_parameters_path));
@@ -150,6 +157,21 @@ Status ResolveWorkerRange(TrainConfig* c) {
   c->min_workers = lo;
   c->max_workers = hi;
   c->num_workers = hi;
+  return Status::OK();
+}
+
+Status ResolveCheckpointPeriod(TrainConfig* c) {
+  const std::string& s = c->checkpoint_period_spec;
+  c->checkpoint_period_auto = s == "auto";
+  if (c->checkpoint_period_auto) {
+    c->checkpoint_period = std::max<int64_t>(c->checkpoint_period_min, 1);
+    return Status::OK();
+  }
+  int64_t v = 0;
+  if (!ParseConfigInteger(s, &v) || v < 1)
+    return Bad("checkpoint_period", s, "expected a positive number of steps, or auto (chosen from the measured save cost "
+                                       "and the failures seen)");
+  c->checkpoint_period = v;
   return Status::OK();
 }
 

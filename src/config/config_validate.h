@@ -12,5 +12,8 @@ Status ValidateTrainConfig(const TrainConfig& c);
 // Parses num_workers ("N" or "MIN:MAX") into min_workers, max_workers and num_workers
 // (= max_workers).
 Status ResolveWorkerRange(TrainConfig* c);
+// Parses checkpoint_period ("N" steps or "auto") into checkpoint_period and
+// checkpoint_period_auto (auto: checkpoint_period = checkpoint_period_min).
+Status ResolveCheckpointPeriod(TrainConfig* c);
 
 }  // namespace elastrain

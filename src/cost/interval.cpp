@@ -39,6 +39,11 @@ Status CheckIntervalInputs(double checkpoint_seconds, double mtti_seconds, doubl
   return Status::OK();
 }
 
+double EstimatedMttiSeconds(int failures_seen, double elapsed_seconds, double prior_mtti_seconds) {
+  const double elapsed = std::isfinite(elapsed_seconds) ? std::max(elapsed_seconds, 0.0) : 0.0;
+  return (prior_mtti_seconds + elapsed) / (1.0 + std::max(failures_seen, 0));
+}
+
 int64_t AutoCheckpointPeriodSteps(double save_stall_seconds, double step_seconds, int failures_seen,
                                   double elapsed_seconds, double prior_mtti_seconds, int64_t min_steps,
                                   int64_t max_steps) {
@@ -46,8 +51,7 @@ int64_t AutoCheckpointPeriodSteps(double save_stall_seconds, double step_seconds
   max_steps = std::max(max_steps, min_steps);
   auto positive = [](double v) { return std::isfinite(v) && v > 0; };
   if (!positive(save_stall_seconds) || !positive(step_seconds) || !positive(prior_mtti_seconds)) return min_steps;
-  const double elapsed = std::isfinite(elapsed_seconds) ? std::max(elapsed_seconds, 0.0) : 0.0;
-  const double mtti = (prior_mtti_seconds + elapsed) / (1.0 + std::max(failures_seen, 0));
+  const double mtti = EstimatedMttiSeconds(failures_seen, elapsed_seconds, prior_mtti_seconds);
   const double steps = std::round(DalyInterval(save_stall_seconds, mtti) / step_seconds);
   if (!(steps >= static_cast<double>(min_steps))) return min_steps;  // also NaN
   if (steps >= static_cast<double>(max_steps)) return max_steps;

@@ -47,5 +47,8 @@ Status CheckIntervalInputs(double checkpoint_seconds, double mtti_seconds, doubl
 int64_t AutoCheckpointPeriodSteps(double save_stall_seconds, double step_seconds, int failures_seen,
                                   double elapsed_seconds, double prior_mtti_seconds, int64_t min_steps,
                                   int64_t max_steps);
+// The M of AutoCheckpointPeriodSteps: (prior + elapsed) / (1 + failures); negative or
+// NaN elapsed counts as 0, negative failures as 0.
+double EstimatedMttiSeconds(int failures_seen, double elapsed_seconds, double prior_mtti_seconds);
 
 }  // namespace elastrain

@@ -501,6 +501,8 @@ void Agent::Impl::ApplyPlan(const Plan& plan) {
                               {"step", plan.restore.step}}},
                             {"rendezvous", plan.rendezvous},
                             {"inject_failure", plan.inject_failure},
+                            {"failures", plan.failures},
+                            {"job_started_at", plan.job_started_at},
                             {"address", opt_.address},
                             {"members", members}});
     if (!st.ok()) continue;  // its exit is seen in the next poll

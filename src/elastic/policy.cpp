@@ -442,6 +442,8 @@ Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const M
   p.rendezvous = s_.rendezvous;
   p.inject_failure = r().inject_armed && s_.fail_at_step > 0;
   p.created_at = obs_.now;
+  p.failures = r().failures;
+  p.job_started_at = r().started_at;
   int source = -1;
   for (size_t i = 0; i < chosen.size(); ++i) {
     const ObservedWorker* w = chosen[i];

@@ -128,6 +128,10 @@ struct Plan {
   std::string rendezvous;              // "file:<dir>" or "etcd://host:port/<prefix>"
   bool inject_failure = false;         // fail_at_step armed for this generation
   double created_at = 0;
+  // What checkpoint_period=auto estimates the MTTI from (JobRecord's failures and
+  // started_at when the plan was made).
+  int64_t failures = 0;
+  double job_started_at = 0;
 };
 
 // The controller asks the members of `generation` to stop at a step boundary: resize at

@@ -149,6 +149,8 @@ Result<WorkerContext> ContextFor(const nlohmann::json& a, const TrainConfig& cfg
   ctx.restore.source_rank = restore.value("source_rank", 0);
   ctx.restore.step = restore.value("step", int64_t{0});
   ctx.inject_failure = a.value("inject_failure", false);
+  ctx.failures = a.value("failures", int64_t{0});
+  ctx.job_started_at = a.value("job_started_at", 0.0);
   const std::string rdzv = a.at("rendezvous").get<std::string>();
   if (rdzv.rfind("file:", 0) == 0) {
     ctx.rendezvous_dir = rdzv.substr(5);
@@ -252,7 +254,9 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
   WorkerContext ctx = std::move(ctx_or.value());
   ctx.carried = &carried_;
   ctx.peak_flops = peak_flops_;
-  const int64_t period = cfg_.enable_checkpointing ? cfg_.checkpoint_period : 1;
+  // A resize waits for a checkpoint boundary. With checkpoint_period=auto the boundary
+  // moves, so it stops after the next step (the stop saves that step anyway).
+  const int64_t period = cfg_.enable_checkpointing && !cfg_.checkpoint_period_auto ? cfg_.checkpoint_period : 1;
   ctx.control.stop_reasons = [this, gen, period](int64_t step) {
     int r = g_preempted ? kStopPreemption : 0;
     if (inbox_.user_stop_gen >= gen) r |= kStopUser;

@@ -35,7 +35,8 @@ Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank
       coords_(coords),
       state_(state),
       world_(world),
-      events_(events) {
+      events_(events),
+      auto_period_(cfg.checkpoint_period) {
   // Fault the snapshot's pages in now, during initialisation, not in the first save's stall.
   const size_t want = static_cast<size_t>(kKinds * state_->shard_size());
   if (snapshot && snapshot->size() == want) snapshot_ = std::move(snapshot);
@@ -75,7 +76,10 @@ Result<double> Checkpointer::MaybeSave(int64_t step, int64_t total_steps, const 
   last_stall_ = 0;
   last_wait_ = 0;
   if (!cfg_.enable_checkpointing || step == last_saved_step_) return 0.0;
-  const bool due = step % cfg_.checkpoint_period == 0 || (step == total_steps && cfg_.save_checkpoint_on_completion);
+  const bool periodic = cfg_.checkpoint_period_auto
+                            ? step - std::max(last_saved_step_, period_start_) >= std::max<int64_t>(auto_period_, 1)
+                            : step % cfg_.checkpoint_period == 0;
+  const bool due = periodic || (step == total_steps && cfg_.save_checkpoint_on_completion);
   if (!due) return 0.0;
   auto t0 = Clock::now();
   ELASTRAIN_RETURN_IF_ERROR(Save(step, data));
@@ -146,6 +150,13 @@ Status Checkpointer::Flush() {
   return Status::OK();
 }
 
+std::optional<double> Checkpointer::TakeCommittedSaveSeconds() {
+  std::lock_guard<std::mutex> lock(committed_mu_);
+  std::optional<double> s = committed_save_seconds_;
+  committed_save_seconds_.reset();
+  return s;
+}
+
 Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
   auto t0 = Clock::now();
   ELASTRAIN_RETURN_IF_ERROR(Flush());  // one save in flight: wait for the previous one
@@ -171,7 +182,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
   copy_total_ = writes() ? kKinds * copy_chunks_per_kind_ : 0;
   copy_next_ = 0;
   copy_finished_ = 0;
-  pending_ = std::thread([this, step, dir, snapshot, data, stall, waited] {
+  pending_ = std::thread([this, step, dir, snapshot, data, stall, waited, t0] {
     CopyChunks();
     {
       std::unique_lock<std::mutex> lock(copy_mu_);  // the trainer may still copy its last chunks
@@ -181,7 +192,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
     copy_cv_.notify_all();
     // The writer yields the cores to the training threads when both want them.
     ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-    pending_status_ = WriteInBackground(step, dir, snapshot, data, stall, waited);
+    pending_status_ = WriteInBackground(step, dir, snapshot, data, stall, waited, t0);
     if (!pending_status_.ok()) {
       LOG_ERROR("checkpoint at step {} failed: {}", step, pending_status_.message());
       if (chief()) events_->Emit("checkpoint_failed", {{"step", step}, {"error", pending_status_.message()}});
@@ -192,7 +203,8 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
 }
 
 Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::shared_ptr<FloatBuffer> snapshot,
-                                       ckpt::DataState data, double stall, double waited) {
+                                       ckpt::DataState data, double stall, double waited,
+                                       Clock::time_point started) {
   auto t0 = Clock::now();
   if (writes()) {
     std::vector<int64_t> offsets;
@@ -218,9 +230,16 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
   }
   if (!chief()) return Status::OK();
   ELASTRAIN_RETURN_IF_ERROR(CommitAsChief(step, dir, data));
+  // From the step loop reaching the save to its commit, less the wait for the previous
+  // save (which is that save's cost, already counted).
+  const double save_seconds = SecondsSince(started) - waited;
+  {
+    std::lock_guard<std::mutex> lock(committed_mu_);
+    committed_save_seconds_ = save_seconds;
+  }
   events_->Emit("checkpoint_saved", {{"step", step}, {"dir", dir}, {"write_seconds", SecondsSince(t0)},
                                      {"stall_seconds", stall}, {"snapshot_seconds", stall - waited},
-                                     {"wait_seconds", waited}});
+                                     {"wait_seconds", waited}, {"save_seconds", save_seconds}});
   LOG_INFO("checkpoint saved: {} ({:.2f}s in the background)", dir, SecondsSince(t0));
   if (on_commit_) on_commit_(step);
   return Status::OK();

@@ -1,6 +1,7 @@
 // Saves and restores a rank's share of the training state (ckpt/ is the storage format).
 //
-// Saving (every checkpoint_period steps and at the end): the rank copies the state it
+// Saving (every checkpoint_period steps, or with checkpoint_period=auto every
+// auto_period() steps since the last save, and at the end): the rank copies the state it
 // owns -- its FSDP chunks of the tensor-local parameters and AdamW moments -- into memory
 // (the only time the step loop is blocked), then a background thread writes its three
 // shard files. Data replicas (data coordinate > 0) hold the same shards and write
@@ -17,10 +18,12 @@
 
 #include <cstdint>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,8 +57,10 @@ class Checkpointer {
   // The run directory's latest committed checkpoint, else load_full_state_path, else
   // load_parameters_path (parameters only, step 0), else a fresh start. Collective.
   Result<RestoreResult> Restore();
-  // Saves if `step` (steps done) is due: a multiple of checkpoint_period, or the last
-  // step with save_checkpoint_on_completion. Returns the seconds the caller was blocked.
+  // Saves if `step` (steps done) is due: a multiple of checkpoint_period (auto: at least
+  // auto_period() steps after the last save, or after the step set by StartPeriodAt), or
+  // the last step with save_checkpoint_on_completion. Returns the seconds the caller was
+  // blocked.
   Result<double> MaybeSave(int64_t step, int64_t total_steps, const ckpt::DataState& data);
   // Saves `step` now unless it was just saved (a stop at a step boundary). Same return.
   Result<double> SaveNow(int64_t step, const ckpt::DataState& data);
@@ -77,6 +82,14 @@ class Checkpointer {
   double take_snapshot_wait() { double w = snapshot_wait_; snapshot_wait_ = 0; return w; }
   // Waits for the save in flight; its error if it failed and the policy is `fail`.
   Status Flush();
+  // checkpoint_period=auto: the period in force, which every rank must agree on (the
+  // trainer sets it from the chief's proposal), counted from `step` until the first save.
+  void SetAutoPeriod(int64_t period) { auto_period_ = period; }
+  int64_t auto_period() const { return auto_period_; }
+  void StartPeriodAt(int64_t step) { period_start_ = step; }
+  // Chief: the seconds from the start of a save (the step loop reaching it) to its commit,
+  // for each save committed since the last call; nullopt if none. Thread-safe.
+  std::optional<double> TakeCommittedSaveSeconds();
   // Seconds the last save blocked the loop (snapshot + waiting for the previous one).
   double last_stall_seconds() const { return last_stall_; }
   // The part of it spent waiting for the previous save to finish writing.
@@ -88,7 +101,8 @@ class Checkpointer {
   void RemoveNewerThan(int64_t step);
   // Runs in the background: write this rank's files, then (chief) commit.
   Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<FloatBuffer> snapshot,
-                           ckpt::DataState data, double stall_seconds, double waited_seconds);
+                           ckpt::DataState data, double stall_seconds, double waited_seconds,
+                           std::chrono::steady_clock::time_point started);
   Status CommitAsChief(int64_t step, const std::string& dir, const ckpt::DataState& data);
   // This rank's pieces (what it owns and writes), in OwnedRuns order; replicated tensors
   // are written by tensor rank 0 only. `writes` keeps only what this rank saves.
@@ -120,6 +134,9 @@ class Checkpointer {
   std::function<void(int64_t)> on_commit_;
   int64_t last_saved_step_ = -1;
   double last_stall_ = 0, last_wait_ = 0;
+  int64_t auto_period_ = 0, period_start_ = 0;
+  std::mutex committed_mu_;
+  std::optional<double> committed_save_seconds_;  // GUARDED_BY(committed_mu_)
 };
 
 }  // namespace elastrain

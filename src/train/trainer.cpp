@@ -24,6 +24,7 @@
 #include "model/flops.h"
 #include "model/transformer.h"
 #include "optim/optim.h"
+#include "train/checkpoint_period.h"
 #include "train/checkpointer.h"
 #include "train/events.h"
 #include "train/metrics.h"
@@ -70,6 +71,10 @@ class Trainer {
   Result<double> Evaluate();  // mean token loss over the fixed eval batches
   Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
   Status MaybeInjectFailure(int64_t done, GenerationResult* out);
+  // checkpoint_period=auto, chief: logs and records a change of the period it proposes
+  // (all ranks adopt it in the next step's collective).
+  void NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step);
+  double JobElapsedSeconds() const { return WallNow() - job_started_at_; }
   // A step cancelled because the generation lost a member says which one, when known.
   Status NameLostPeers(const Status& st) const {
     if (st.ok() || !ctx_.describe_lost_peers || st.message().find("cancelled") == std::string::npos) return st;
@@ -118,6 +123,8 @@ class Trainer {
   std::unique_ptr<Transformer<float>> model_;
   std::unique_ptr<TrainState> state_;
   std::unique_ptr<Checkpointer> ckpt_;
+  std::unique_ptr<CheckpointPeriodTuner> period_tuner_;  // checkpoint_period=auto
+  double job_started_at_ = 0;  // wall seconds
   EventLog events_;
   int64_t start_step_ = 0;      // steps done before this generation (restored)
   int64_t completed_step_ = 0;  // steps done so far: the state's step
@@ -195,6 +202,7 @@ Status Trainer::OpenData() {
 
 Status Trainer::Setup() {
   start_ = Clock::now();
+  job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallNow();
   Phase("setup");
   ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
   SetGemmBackend(backend);
@@ -271,6 +279,12 @@ Status Trainer::Setup() {
   ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
                                          &events_, carried ? std::move(carried->snapshot) : nullptr);
   ckpt_->set_on_commit(ctx_.control.on_checkpoint);
+  if (cfg_.checkpoint_period_auto) {
+    if (carried && carried->period_tuner) period_tuner_ = std::move(carried->period_tuner);
+    else
+      period_tuner_ = std::make_unique<CheckpointPeriodTuner>(cfg_.checkpoint_mtti_prior_seconds,
+                                                              cfg_.checkpoint_period_min, cfg_.checkpoint_period_max);
+  }
   sample_.resize(T_ + 1);
   inputs_.resize(cfg_.per_device_batch_size * T_);
   targets_.resize(cfg_.per_device_batch_size * T_);
@@ -324,6 +338,8 @@ Status Trainer::Restore() {
   }
   if (is_chief() && from_memory) ckpt_->RemoveUncommitted();
   completed_step_ = start_step_;
+  ckpt_->StartPeriodAt(start_step_);
+  if (period_tuner_) NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, JobElapsedSeconds()), start_step_);
   if (is_chief())
     events_.Emit("state_restored", {{"generation", ctx_.generation}, {"step", start_step_}, {"world", ctx_.world},
                                     {"kind", from_memory ? "memory" : start_step_ > 0 ? "checkpoint" : "fresh"},
@@ -391,6 +407,7 @@ void Trainer::HandBack() {
     c->snapshot = ckpt_->snapshot_buffer();
     ckpt_.reset();  // joins a save in flight before the buffer is reused
   }
+  if (period_tuner_) c->period_tuner = std::move(period_tuner_);
   if (model_) {
     c->model = std::move(model_);
     c->model_tensor = mesh_->tensor();
@@ -464,10 +481,15 @@ Result<double> Trainer::TrainStep(int64_t step, int* stop) {
   // times. The same collective carries every rank's stop requests, so that all ranks
   // agree to stop after the same step.
   const int asked = ctx_.control.stop_reasons ? ctx_.control.stop_reasons(step + 1) : 0;
-  // The payload: the loss sum, then how many ranks ask for each StopReason.
-  double payload[1 + std::size(kAllStopReasons)] = {loss_sum / mesh_->tensor()};
+  // The payload: the loss sum, then how many ranks ask for each StopReason, then the
+  // checkpoint period the chief proposes (checkpoint_period=auto; 0 from the others), so
+  // that every rank saves at the same steps.
+  constexpr size_t kPeriodSlot = 1 + std::size(kAllStopReasons);
+  double payload[kPeriodSlot + 1] = {loss_sum / mesh_->tensor()};
   for (size_t i = 0; i < std::size(kAllStopReasons); ++i) payload[1 + i] = (asked & kAllStopReasons[i]) ? 1 : 0;
+  payload[kPeriodSlot] = is_chief() && period_tuner_ ? static_cast<double>(period_tuner_->period()) : 0;
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(payload, std::size(payload)));
+  if (cfg_.checkpoint_period_auto) ckpt_->SetAutoPeriod(std::llround(payload[kPeriodSlot]));
   *stop = 0;
   for (size_t i = 0; i < std::size(kAllStopReasons); ++i)
     if (payload[1 + i] > 0) *stop |= kAllStopReasons[i];
@@ -511,6 +533,23 @@ Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
   return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
 }
 
+void Trainer::NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step) {
+  if (!c || !is_chief()) return;
+  LOG_INFO("checkpoint_period=auto: {} -> {} steps after step {} ({}: {} failure{}, MTTI {:.1f}s, save {:.3f}s, "
+           "step {:.4f}s)",
+           c->from, c->to, step, c->reason, c->failures, c->failures == 1 ? "" : "s", c->mtti_seconds,
+           c->stall_seconds, c->step_seconds);
+  events_.Emit("checkpoint_period_changed", {{"from", c->from},
+                                             {"to", c->to},
+                                             {"failures", c->failures},
+                                             {"mtti_seconds", c->mtti_seconds},
+                                             {"stall_seconds", c->stall_seconds},
+                                             {"step_seconds", c->step_seconds},
+                                             {"reason", c->reason},
+                                             {"generation", ctx_.generation},
+                                             {"step", step}});
+}
+
 Status Trainer::Run(GenerationResult* out) {
   TrainSummary& s = out->summary;
   s.run_dir = run_dir_;
@@ -549,6 +588,13 @@ Status Trainer::Run(GenerationResult* out) {
     if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallNow()});
     ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, DataStateAt(done)));
     stall += ckpt_->take_snapshot_wait();
+    if (period_tuner_ && is_chief()) {
+      if (const std::optional<double> save_seconds = ckpt_->TakeCommittedSaveSeconds()) {
+        const int64_t timed_steps = done - start_step_ - 1;  // the first step is not timed
+        const double step_seconds = timed_steps > 0 ? timed_seconds / timed_steps : dt;
+        NotePeriodChange(period_tuner_->OnSaveMeasured(*save_seconds, step_seconds, JobElapsedSeconds()), done);
+      }
+    }
     ckpt_wait_ = ckpt_->last_wait_seconds();
     if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop)
       ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));

@@ -39,6 +39,7 @@ struct TrainSummary {
 };
 
 class TrainState;
+class CheckpointPeriodTuner;
 template <typename T>
 class Transformer;
 
@@ -59,6 +60,8 @@ struct CarriedState {
   std::unique_ptr<Transformer<float>> model;
   int model_tensor = 0;  // the tensor degree `model` was built for
   std::shared_ptr<FloatBuffer> snapshot;
+  // checkpoint_period=auto: the period and the save and step times this process measured.
+  std::unique_ptr<CheckpointPeriodTuner> period_tuner;
 };
 
 // Builds, while a worker waits for its first assignment, what its first generation
@@ -114,6 +117,8 @@ struct WorkerContext {
   CarriedState* carried = nullptr; // in: what this process kept (may be empty); out: handed back
   GenerationControl control;
   bool inject_failure = true;      // fail_at_step is armed in this generation
+  int64_t failures = 0;            // the job's failures before this generation (checkpoint_period=auto)
+  double job_started_at = 0;       // when the job started, seconds since the epoch; 0: this process's start
   double peak_flops = 0;           // > 0: the MFU denominator measured once per process
   // Names lost peers when a collective fails, e.g. "rank 2 (pid 1234) is gone".
   std::function<std::string()> describe_lost_peers;

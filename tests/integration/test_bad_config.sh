@@ -8,6 +8,10 @@ expect_error "non-numeric batch" "per_device_batch_size=abc: expected an integer
   train model_name=tiny per_device_batch_size=abc "${common[@]}"
 expect_error "missing dataset" "dataset_path=$WORK/no/such/corpus.txt: no such file or directory" -- \
   train model_name=tiny dataset_type=text dataset_path="$WORK/no/such/corpus.txt" "${common[@]}"
+expect_error "checkpoint_period neither steps nor auto" "checkpoint_period=often: expected a positive number of steps, or auto" -- \
+  train model_name=tiny checkpoint_period=often "${common[@]}"
+expect_error "checkpoint_period_max below min" "checkpoint_period_max=5: expected an integer >= checkpoint_period_min=10" -- \
+  train model_name=tiny checkpoint_period=auto checkpoint_period_max=5 "${common[@]}"
 expect_error "head_dim does not divide" "head_dim=7" -- train model_name=tiny-gpt2 head_dim=7 "${common[@]}"
 expect_error "kv heads do not divide" "base_num_query_heads=8 is not divisible by base_num_kv_heads=3" -- \
   train model_name=tiny base_num_kv_heads=3 "${common[@]}"

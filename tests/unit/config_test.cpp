@@ -299,6 +299,12 @@ TEST(ConfigValidate, EachRuleNamesKeyAndValue) {
       {"run_name=", "run_name=: expected a non-empty name"},
       {"run_name=a/b", "run_name=a/b: expected a name without '/'"},
       {"hardware_peak_tflops=-1", "hardware_peak_tflops=-1: expected a number >= 0"},
+      {"checkpoint_period=often", "checkpoint_period=often: expected a positive number of steps, or auto"},
+      {"checkpoint_period=0", "checkpoint_period=0: expected a positive number of steps, or auto"},
+      {"checkpoint_period=2.5", "checkpoint_period=2.5: expected a positive number of steps"},
+      {"checkpoint_mtti_prior_seconds=0", "checkpoint_mtti_prior_seconds=0: expected a number of seconds > 0"},
+      {"checkpoint_period_min=0", "checkpoint_period_min=0: expected a positive integer"},
+      {"checkpoint_period_max=5", "checkpoint_period_max=5: expected an integer >= checkpoint_period_min=10"},
   };
   for (const auto& [override, expected] : cases) {
     std::string msg = Error({override});
@@ -336,6 +342,28 @@ TEST_F(ConfigTest, BadFilesAreClearErrors) {
 
   auto empty = LoadConfig(Write("empty.yml", ""), {}, nullptr);
   EXPECT_TRUE(empty.ok()) << empty.status().ToString();
+}
+
+TEST(ConfigLoad, CheckpointPeriodIsStepsOrAuto) {
+  auto steps = Load({"checkpoint_period=250"});
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  EXPECT_EQ(steps->checkpoint_period, 250);
+  EXPECT_FALSE(steps->checkpoint_period_auto);
+  auto spelled = Load({"checkpoint_period=1_000"});
+  ASSERT_TRUE(spelled.ok()) << spelled.status().ToString();
+  EXPECT_EQ(spelled->checkpoint_period, 1000);
+  auto a = Load({"checkpoint_period=auto", "checkpoint_period_min=3", "checkpoint_period_max=40",
+                 "checkpoint_mtti_prior_seconds=20"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->checkpoint_period_auto);
+  EXPECT_EQ(a->checkpoint_period, 3);  // until a save is measured
+  EXPECT_EQ(a->checkpoint_period_max, 40);
+  EXPECT_DOUBLE_EQ(a->checkpoint_mtti_prior_seconds, 20);
+  // A worker gets the config as YAML: auto survives the trip.
+  auto back = LoadConfigText(ConfigToYaml(*a), "job config");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->checkpoint_period_auto);
+  EXPECT_EQ(back->checkpoint_period_min, 3);
 }
 
 TEST_F(ConfigTest, ConfigToYamlRoundTrips) {
