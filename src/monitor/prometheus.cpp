@@ -97,7 +97,14 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Gauge("checkpoint_latest_step", "the newest committed checkpoint's step (-1: none yet)", ckpt);
   x.Gauge("checkpoint_age_steps", "steps trained since the newest committed checkpoint",
           st("step") - std::max(0.0, ckpt));
-  x.Gauge("checkpoint_period_steps", "checkpoint_period", st("checkpoint_period"));
+  // checkpoint_period=auto: the period the chief chose last.
+  double period = st("checkpoint_period");
+  for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
+    if (it->value("event", "") == "checkpoint_period_changed") {
+      period = Num(*it, "to", period);
+      break;
+    }
+  x.Gauge("checkpoint_period_steps", "checkpoint_period (with auto: the current choice)", period);
 
   // The newest training figures, from metrics.jsonl.
   double loss = NAN, eval = NAN, tps = NAN, mfu = NAN, last_step_time = 0;

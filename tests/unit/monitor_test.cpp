@@ -172,6 +172,14 @@ TEST(Prometheus, FamiliesHaveHelpTypeAndCumulativeBuckets) {
   EXPECT_GT(samples, 40u);
 }
 
+TEST(Prometheus, AnAutoPeriodIsTheLatestChoice) {
+  RunSnapshot run;
+  run.events = {{{"time", 1.0}, {"event", "checkpoint_period_changed"}, {"from", 10}, {"to", 36}},
+                {{"time", 2.0}, {"event", "checkpoint_period_changed"}, {"from", 36}, {"to", 25}}};
+  const std::string text = RenderPrometheus({{"job", "j"}, {"checkpoint_period", 10}}, run);
+  EXPECT_NE(text.find("elastrain_checkpoint_period_steps 25\n"), std::string::npos) << text;
+}
+
 TEST(Prometheus, NoJobStillRenders) {
   const std::string text = RenderPrometheus(json::object(), RunSnapshot());
   EXPECT_NE(text.find("elastrain_job_state{state=\"RUNNING\"} 0"), std::string::npos);
