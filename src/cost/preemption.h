@@ -26,7 +26,7 @@ struct LossSize {
 // comes back after an exponential wait of mean replacement_seconds (0: at once).
 struct PreemptionModel {
   double host_mtti_seconds = 0;
-  std::vector<LossSize> loss_sizes = {{1, 1.0}};
+  std::vector<LossSize> loss_sizes = std::vector<LossSize>(1, LossSize{1, 1.0});  // one host per event
   double replacement_seconds = 0;
 };
 
