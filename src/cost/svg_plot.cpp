@@ -10,8 +10,8 @@ namespace elastrain {
 
 namespace {
 
-constexpr double kWidth = 720, kHeight = 480;
-constexpr double kLeft = 80, kRight = 180, kTop = 40, kBottom = 60;  // margins
+constexpr double kWidth = 800, kHeight = 480;
+constexpr double kLeft = 80, kRight = 260, kTop = 40, kBottom = 60;  // margins
 constexpr size_t kMaxPointsPerSeries = 2000;  // more add bytes, not information
 const char* const kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"};
 
