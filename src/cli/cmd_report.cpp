@@ -3,7 +3,6 @@
 // report (default <run>/report.html) with the dashboard's charts and the data inlined.
 // Exit codes: 0 printed, 2 bad arguments or not a run directory.
 #include <CLI/CLI.hpp>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -15,16 +14,14 @@
 #include "config/config.h"
 #include "elastic/exit_codes.h"
 #include "monitor/dashboard.h"
+#include "elastic/protocol.h"
 #include "monitor/goodput.h"
+#include "monitor/job_api.h"
 #include "monitor/run_view.h"
 
 namespace elastrain {
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The fields of JobStatusJson that a run directory can tell without the controller.
 nlohmann::json StatusFromFiles(const std::string& run_dir, const RunSnapshot& run) {
@@ -33,14 +30,7 @@ nlohmann::json StatusFromFiles(const std::string& run_dir, const RunSnapshot& ru
   auto cfg_text = ReadFile(run_dir + "/config.yml");
   if (cfg_text.ok()) {
     auto cfg = LoadConfigText(cfg_text.value(), run_dir + "/config.yml");
-    if (cfg.ok()) {
-      j["steps"] = cfg->steps;
-      j["num_workers"] = cfg->num_workers_spec;
-      j["max_failures"] = cfg->max_failures;
-      j["checkpoint_period"] = cfg->checkpoint_period;
-      j["cost_per_worker_hour"] = cfg->cost_per_worker_hour;
-      j["model_name"] = cfg->model.name;
-    }
+    if (cfg.ok()) j.update(ConfigStatusFields(cfg.value()));
   }
   for (const nlohmann::json& e : run.events) {
     const std::string name = e.value("event", "");
@@ -74,7 +64,7 @@ int RunReportCommand(const std::vector<std::string>& args) {
   if (!std::filesystem::is_regular_file(events))
     return FailCommand("report", Status::NotFound(fmt::format(
                                      "{}: not a run directory (expected {}, written by elastrain train)", run_dir, events)));
-  const RunSnapshot run = ReadRun(run_dir, Now());
+  const RunSnapshot run = ReadRun(run_dir, WallSeconds());
   if (run.goodput.wall() <= 0 && run.events.empty())
     return FailCommand("report", Status::InvalidArgument(events + ": no events with a time; nothing to report"));
   if (html.empty()) html = run_dir + "/report.html";

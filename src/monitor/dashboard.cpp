@@ -1,16 +1,12 @@
 #include "monitor/dashboard.h"
 
-#include <chrono>
+#include "elastic/protocol.h"
 
 namespace elastrain {
 
 extern const char kEmbeddedDashboardHtml[];  // generated from web/dashboard.html
 
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Keeps every k-th point, and always the last, so that at most kMaxSeriesPoints remain.
 nlohmann::json Thin(const std::vector<nlohmann::json>& v) {
@@ -20,9 +16,6 @@ nlohmann::json Thin(const std::vector<nlohmann::json>& v) {
     if (i % k == 0 || i + 1 == v.size()) out.push_back(v[i]);
   return out;
 }
-
-// Events worth a line in the timeline: not the per-worker chatter.
-bool Shown(const std::string& e) { return e != "worker_loss" && e != "heartbeat"; }
 
 }  // namespace
 
@@ -37,11 +30,10 @@ nlohmann::json DashboardJson(const nlohmann::json& status, const RunSnapshot& ru
     else if (m.contains("eval_loss"))
       evals.push_back({{"step", m.value("step", 0)}, {"eval_loss", m.value("eval_loss", 0.0)}});
   }
-  for (const nlohmann::json& e : run.events)
-    if (Shown(e.value("event", ""))) events.push_back(e);
-  if (events.size() > 500) events.erase(events.begin(), events.end() - 500);
+  const size_t first = run.events.size() > kMaxEvents ? run.events.size() - kMaxEvents : 0;
+  events.assign(run.events.begin() + first, run.events.end());
   return {{"job", status},
-          {"now", Now()},
+          {"now", WallSeconds()},
           {"series", Thin(series)},
           {"evals", Thin(evals)},
           {"events", events},

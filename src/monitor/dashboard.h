@@ -15,6 +15,7 @@ namespace elastrain {
 
 // At most this many points per series (older ones are thinned, the newest kept).
 inline constexpr size_t kMaxSeriesPoints = 2000;
+inline constexpr size_t kMaxEvents = 500;  // the newest events are sent
 
 nlohmann::json DashboardJson(const nlohmann::json& status, const RunSnapshot& run, const nlohmann::json& checkpoints);
 const std::string& DashboardHtml();

@@ -5,22 +5,11 @@
 
 #include <fmt/format.h>
 
+#include "monitor/json_fields.h"
+
 namespace elastrain {
 
 namespace {
-
-double Num(const nlohmann::json& j, const char* key, double def = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : def;
-}
-int64_t Int(const nlohmann::json& j, const char* key, int64_t def = -1) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<int64_t>() : def;
-}
-std::string Str(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 bool Terminal(const std::string& s) { return s == "SUCCEEDED" || s == "FAILED" || s == "STOPPED"; }
 
@@ -62,29 +51,29 @@ Accountant::Accountant(const std::vector<nlohmann::json>& events, const std::vec
     : events_(events), now_(now) {
   for (const nlohmann::json& m : metrics) {
     if (!m.is_object() || !m.contains("loss") || !m.contains("wall_time")) continue;
-    steps_[Int(m, "generation", 0)].push_back({Int(m, "step", 0), Num(m, "wall_time")});
+    steps_[JsonInteger(m, "generation", 0)].push_back({JsonInteger(m, "step", 0), JsonNumber(m, "wall_time")});
   }
   for (auto& [g, v] : steps_)
     std::stable_sort(v.begin(), v.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
   for (const nlohmann::json& e : events) {
     if (!e.is_object()) continue;
-    const std::string name = Str(e, "event");
-    const int64_t g = Int(e, "generation");
+    const std::string name = JsonString(e, "event");
+    const int64_t g = JsonInteger(e, "generation");
     if (name == "generation_started") {
       GenerationSummary& s = gens_[g];
       s.generation = g;
-      s.world = static_cast<int>(Int(e, "world", 0));
-      s.started = Num(e, "time");
-      if (e.contains("restore") && e["restore"].is_object()) s.start_step = Int(e["restore"], "step", 0);
+      s.world = static_cast<int>(JsonInteger(e, "world", 0));
+      s.started = JsonNumber(e, "time");
+      if (e.contains("restore") && e["restore"].is_object()) s.start_step = JsonInteger(e["restore"], "step", 0);
     } else if (name == "generation_first_step") {
       GenerationSummary& s = gens_[g];
       s.generation = g;
-      s.first_step = Num(e, "step_started", Num(e, "step_time"));
-      s.start_step = Int(e, "start_step", s.start_step);
+      s.first_step = JsonNumber(e, "step_started", JsonNumber(e, "step_time"));
+      s.start_step = JsonInteger(e, "start_step", s.start_step);
     } else if (name == "generation_failed") {
-      failed_at_[g] = std::max(failed_at_[g], Int(e, "step", 0));
+      failed_at_[g] = std::max(failed_at_[g], JsonInteger(e, "step", 0));
     } else if (name == "checkpoint_saved") {
-      stalls_.push_back({Num(e, "time"), std::max(0.0, Num(e, "stall_seconds"))});
+      stalls_.push_back({JsonNumber(e, "time"), std::max(0.0, JsonNumber(e, "stall_seconds"))});
     }
   }
 }
@@ -187,14 +176,14 @@ void Accountant::Train(const StateSegment& seg, double begin, GenerationSummary*
 GoodputBreakdown Accountant::Run() {
   double start = -1;
   for (const nlohmann::json& e : events_)
-    if (e.is_object() && Str(e, "event") == "job_submitted") {
-      start = Num(e, "time");
+    if (e.is_object() && JsonString(e, "event") == "job_submitted") {
+      start = JsonNumber(e, "time");
       break;
     }
   if (start < 0)
     for (const nlohmann::json& e : events_)
       if (e.is_object() && e.contains("time")) {
-        start = Num(e, "time");
+        start = JsonNumber(e, "time");
         break;
       }
   if (start < 0) return out_;
@@ -204,12 +193,12 @@ GoodputBreakdown Accountant::Run() {
   std::vector<StateSegment> segs;
   StateSegment cur{start, 0, "PENDING", "", -1};
   for (const nlohmann::json& e : events_) {
-    if (!e.is_object() || Str(e, "event") != "job_state") continue;
-    const double t = std::max(Num(e, "time"), cur.begin);
+    if (!e.is_object() || JsonString(e, "event") != "job_state") continue;
+    const double t = std::max(JsonNumber(e, "time"), cur.begin);
     cur.end = t;
-    cur.next = Str(e, "to");
+    cur.next = JsonString(e, "to");
     segs.push_back(cur);
-    cur = {t, 0, cur.next, "", Int(e, "generation")};
+    cur = {t, 0, cur.next, "", JsonInteger(e, "generation")};
     if (Terminal(cur.state)) {
       out_.finished = true;
       out_.end = t;

@@ -54,18 +54,24 @@ Result<JobView> ReadJob(Store& store) {
 
 }  // namespace
 
+nlohmann::json ConfigStatusFields(const TrainConfig& cfg) {
+  return {{"steps", cfg.steps},
+          {"num_workers", cfg.num_workers_spec},
+          {"max_failures", cfg.max_failures},
+          {"checkpoint_period", cfg.checkpoint_period},
+          {"cost_per_worker_hour", cfg.cost_per_worker_hour},
+          {"model_name", cfg.model.name}};
+}
+
 Result<nlohmann::json> JobStatusJson(Store& store) {
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
   auto cfg = LoadConfigText(v.spec.config_yaml, "job config");
   nlohmann::json j;
   j["job"] = v.spec.job_id;
   j["run_dir"] = v.spec.run_dir;
-  j["steps"] = cfg.ok() ? cfg->steps : 0;
-  j["num_workers"] = cfg.ok() ? cfg->num_workers_spec : "";
-  j["max_failures"] = cfg.ok() ? cfg->max_failures : 0;
-  j["checkpoint_period"] = cfg.ok() ? cfg->checkpoint_period : 0;
-  j["cost_per_worker_hour"] = cfg.ok() ? cfg->cost_per_worker_hour : 0.0;
-  j["model_name"] = cfg.ok() ? cfg->model.name : "";
+  j.update(cfg.ok() ? ConfigStatusFields(cfg.value())
+                     : nlohmann::json{{"steps", 0}, {"num_workers", ""}, {"max_failures", 0}, {"checkpoint_period", 0},
+                                      {"cost_per_worker_hour", 0.0}, {"model_name", ""}});
   const JobRecord rec = v.record.value_or(JobRecord());
   j["state"] = rec.state;
   j["reason"] = rec.reason;

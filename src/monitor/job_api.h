@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "config/config.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -32,6 +33,10 @@ namespace elastrain {
 //  "agents": [{"id", "host", "slots", "preempting"}], "idle_workers": N}
 // NotFound when no job was ever submitted to the store.
 Result<nlohmann::json> JobStatusJson(Store& store);
+// The fields of JobStatusJson that come from the job's config: steps, num_workers,
+// max_failures, checkpoint_period, cost_per_worker_hour, model_name (also used by
+// `elastrain report`, which has only the run directory's config.yml).
+nlohmann::json ConfigStatusFields(const TrainConfig& cfg);
 Status RequestJobStop(Store& store);
 // Resolves a rank (of the current generation) or a host to its agent and queues the
 // command there. InvalidArgument naming the rank or host when there is none;

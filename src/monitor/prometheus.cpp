@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "elastic/job_state.h"
+#include "monitor/json_fields.h"
 
 namespace elastrain {
 
@@ -52,11 +53,6 @@ class Exposition {
   std::string out_;
 };
 
-double Num(const nlohmann::json& j, const char* key, double def = 0) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_number() ? it->get<double>() : def;
-}
-
 }  // namespace
 
 std::string PrometheusLabel(const std::string& v) {
@@ -85,7 +81,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
     const std::string name = JobStateName(s);
     x.Sample("job_state", has_job && name == state ? 1 : 0, fmt::format("state=\"{}\"", name));
   }
-  const auto st = [&](const char* k) { return has_job ? Num(status, k) : 0.0; };
+  const auto st = [&](const char* k) { return has_job ? JsonNumber(status, k) : 0.0; };
   x.Gauge("step", "the newest completed training step", st("step"));
   x.Gauge("target_steps", "the steps the job trains for", st("steps"));
   x.Gauge("generation", "the current generation (a new one starts at every membership change)", st("generation"));
@@ -93,7 +89,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Gauge("max_failures", "the failure budget (-1: unlimited)", st("max_failures"));
   x.Counter("failures_total", "failures counted against max_failures", st("failures"));
   x.Counter("restarts_total", "generations started after the first (failures and resizes)", st("restarts"));
-  const double ckpt = has_job ? Num(status, "latest_checkpoint_step", -1) : -1;
+  const double ckpt = has_job ? JsonNumber(status, "latest_checkpoint_step", -1) : -1;
   x.Gauge("checkpoint_latest_step", "the newest committed checkpoint's step (-1: none yet)", ckpt);
   x.Gauge("checkpoint_age_steps", "steps trained since the newest committed checkpoint",
           st("step") - std::max(0.0, ckpt));
@@ -101,7 +97,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   double period = st("checkpoint_period");
   for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
     if (it->value("event", "") == "checkpoint_period_changed") {
-      period = Num(*it, "to", period);
+      period = JsonNumber(*it, "to", period);
       break;
     }
   x.Gauge("checkpoint_period_steps", "checkpoint_period (with auto: the current choice)", period);
@@ -110,12 +106,12 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   double loss = NAN, eval = NAN, tps = NAN, mfu = NAN, last_step_time = 0;
   for (auto it = run.metrics.rbegin(); it != run.metrics.rend(); ++it) {
     if (std::isnan(loss) && it->contains("loss")) {
-      loss = Num(*it, "loss");
-      tps = Num(*it, "tokens_per_sec");
-      mfu = Num(*it, "mfu");
-      last_step_time = Num(*it, "wall_time");
+      loss = JsonNumber(*it, "loss");
+      tps = JsonNumber(*it, "tokens_per_sec");
+      mfu = JsonNumber(*it, "mfu");
+      last_step_time = JsonNumber(*it, "wall_time");
     }
-    if (std::isnan(eval) && it->contains("eval_loss")) eval = Num(*it, "eval_loss");
+    if (std::isnan(eval) && it->contains("eval_loss")) eval = JsonNumber(*it, "eval_loss");
     if (!std::isnan(loss) && !std::isnan(eval)) break;
   }
   x.Gauge("loss", "training loss of the newest logged step", loss);
@@ -127,8 +123,8 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   std::vector<double> saves, stalls;
   for (const nlohmann::json& e : run.events)
     if (e.value("event", "") == "checkpoint_saved") {
-      saves.push_back(Num(e, "write_seconds"));
-      stalls.push_back(Num(e, "stall_seconds"));
+      saves.push_back(JsonNumber(e, "write_seconds"));
+      stalls.push_back(JsonNumber(e, "stall_seconds"));
     }
   const std::vector<double> fast = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
   x.Histogram("checkpoint_save_seconds", "time to write and commit a checkpoint", fast, saves);
