@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/signals.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
 #include "elastic/exit_codes.h"
@@ -41,19 +42,9 @@ constexpr char kDefaultHead[] = "http://127.0.0.1:8265";
 constexpr int kHttpTimeoutSeconds = 10;
 
 std::atomic<bool> g_stop{false};
-Agent* g_agent = nullptr;
-void OnStopSignal(int) { g_stop = true; }
-void OnAgentSignal(int) {
-  if (g_agent) g_agent->Preempt();
-  signal(SIGINT, SIG_DFL);
-  signal(SIGTERM, SIG_DFL);
-}
-void InstallSignals(void (*handler)(int)) {
-  struct sigaction sa {};
-  sa.sa_handler = handler;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+// SIGTERM and SIGINT run `handler` on the signal thread (common/signals.h).
+void OnTerminationSignals(const SignalHandler& handler) {
+  for (int sig : {SIGTERM, SIGINT}) SetSignalHandler(sig, handler);
 }
 
 
@@ -160,7 +151,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (!url.ok()) return FailCommand("head", url.status());
   std::printf("elastrain head: API at %s, store %s\n", url->c_str(), store_url.c_str());
   std::fflush(stdout);
-  InstallSignals(OnStopSignal);
+  OnTerminationSignals([](int) { g_stop = true; });
   Controller controller(store.value());
   while (!g_stop) {
     auto rec = controller.RunJob(g_stop);
@@ -193,10 +184,12 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   auto store = OpenStore(store_url);
   if (!store.ok()) return FailCommand("agent", store.status());
   Agent agent(store.value(), opt);
-  g_agent = &agent;
-  InstallSignals(OnAgentSignal);
+  OnTerminationSignals([&agent](int) {
+    agent.Preempt();
+    OnTerminationSignals(nullptr);  // a second signal ends the process at once
+  });
   auto end = agent.Run();
-  g_agent = nullptr;
+  OnTerminationSignals([](int) {});  // a notice after the end: nothing to save
   if (!end.ok()) return FailCommand("agent", end.status());
   return end.value() == AgentEnd::kPreempted ? kExitPreempted : kExitSuccess;
 }

@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/signals.h"
 #include "config/config.h"
 #include "data/dataset.h"
 #include "elastic/agent.h"
@@ -70,10 +71,10 @@ Result<TrainSummary> ReadSummary(const std::string& run_dir) {
 // Embedded mode: the controller (a thread), the local agent (this thread: workers die
 // with the thread that spawned them) and the HTTP API, in this process, over an
 // in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
-Agent* g_agent = nullptr;
-void OnPreemptionSignal(int) {
-  if (g_agent) g_agent->Preempt();
-  signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+// Called on the signal thread (common/signals.h).
+void OnPreemptionSignal(Agent* agent) {
+  agent->Preempt();
+  SetSignalHandler(SIGINT, nullptr);  // a second Ctrl-C ends the process at once
 }
 
 int RunElastic(const TrainConfig& cfg) {
@@ -119,14 +120,9 @@ int RunElastic(const TrainConfig& cfg) {
   ao.slots = static_cast<int>(cfg.max_workers);
   ao.exit_when_job_ends = true;
   Agent agent(store, ao);
-  g_agent = &agent;
-  struct sigaction sa {};
-  sa.sa_handler = OnPreemptionSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGINT}) SetSignalHandler(sig, [&agent](int) { OnPreemptionSignal(&agent); });
   auto end = agent.Run();
-  g_agent = nullptr;
+  for (int sig : {SIGTERM, SIGINT}) IgnoreSignal(sig);  // a notice after the end: nothing to save
   if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
   controller.join();
   api.Stop();

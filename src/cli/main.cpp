@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/signals.h"
 
 namespace {
 void PrintUsage() {
@@ -39,6 +40,7 @@ void PrintUsage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  elastrain::StartSignalThread();  // before any thread: see common/signals.h
   if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
     PrintUsage();
     return argc < 2 ? 2 : 0;

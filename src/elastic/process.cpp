@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "common/signals.h"
+
 namespace elastrain {
 
 std::string DescribeSignal(int sig) {
@@ -81,10 +83,7 @@ Result<pid_t> SpawnSelf(const SpawnSpec& s) {
     ::dup2(log_fd, STDERR_FILENO);
     if (s.channel_fd == 3) ::fcntl(3, F_SETFD, 0);      // already fd 3: clear close-on-exec
     else if (s.channel_fd >= 0) ::dup2(s.channel_fd, 3);  // dup2 clears close-on-exec on fd 3
-    // The parent may block signals in its threads; a worker starts with none blocked.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ResetSignalMaskInChild();  // the parent blocks SIGTERM and SIGINT (common/signals.h)
     ::execve(exe.c_str(), argv.data(), envp.data());
     _exit(127);
   }

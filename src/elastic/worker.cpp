@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/signals.h"
 #include "config/config.h"
 #include "elastic/channel.h"
 #include "elastic/exit_codes.h"
@@ -27,9 +28,8 @@ namespace elastrain {
 
 namespace {
 
-// Set by the SIGTERM handler: a preemption notice.
-volatile sig_atomic_t g_preempted = 0;
-void OnSigterm(int) { g_preempted = 1; }
+// Set on SIGTERM (by the signal thread, common/signals.h): a preemption notice.
+std::atomic<bool> g_preempted{false};
 
 // A crash leaves its stack in the worker's log (async-signal-safe calls only), then dies
 // of the same signal so that the agent sees what killed it.
@@ -74,7 +74,10 @@ class Inbox {
     std::lock_guard<std::mutex> lock(mu_);
     return closed_;
   }
-  void Wake() { cv_.notify_all(); }
+  void Wake() {
+    std::lock_guard<std::mutex> lock(mu_);  // a waiter between its check and its wait sees it
+    cv_.notify_all();
+  }
   // Requests for generation g (or later) that arrived.
   std::atomic<int64_t> abort_gen{-1}, resize_gen{-1}, user_stop_gen{-1};
 
@@ -232,7 +235,6 @@ void WorkerProcess::Tick() {
                           {"phase", progress_.Phase()},
                           {"time", WallSeconds()}});
     if (!st.ok()) return;
-    if (g_preempted) inbox_.Wake();
     std::this_thread::sleep_for(kTickInterval);
   }
 }
@@ -299,11 +301,14 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
 }
 
 int WorkerProcess::Run() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSigterm;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGINT, SIG_IGN);
+  SetSignalHandler(SIGTERM, [this](int) {
+    g_preempted = true;
+    inbox_.Wake();
+  });
+  struct Unhook {  // however Run returns, later notices no longer touch this object
+    ~Unhook() { SetSignalHandler(SIGTERM, [](int) { g_preempted = true; }); }
+  } unhook;
+  IgnoreSignal(SIGINT);
   signal(SIGPIPE, SIG_IGN);
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, OnCrash);
 

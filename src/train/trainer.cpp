@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -525,7 +526,9 @@ Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
   if (cfg_.fail_mode == "kill") ::raise(SIGKILL);
   if (cfg_.fail_mode == "hang") ::raise(SIGSTOP);  // resumes only if someone sends SIGCONT
   if (cfg_.fail_mode == "preempt") {
-    ::raise(SIGTERM);  // the process's handler turns it into a preemption notice
+    // To the process, not this thread: the signal thread (common/signals.h) takes it and
+    // turns it into a preemption notice, seen by the next step's stop check.
+    ::kill(::getpid(), SIGTERM);
     return Status::OK();
   }
   if (cfg_.fail_mode != "exit") return Status::OK();

@@ -1,0 +1,87 @@
+#include "common/signals.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace elastrain {
+
+namespace {
+
+constexpr int kTaken[] = {SIGTERM, SIGINT};
+
+std::mutex g_mu;
+std::map<int, SignalHandler> g_handlers;  // GUARDED_BY(g_mu)
+std::map<int, bool> g_ignored_at_start;   // written before the thread starts
+
+sigset_t TakenSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : kTaken) sigaddset(&set, s);
+  return set;
+}
+
+// What the signal would have done without this module: ignored if the process started
+// with it ignored, otherwise the process dies of it.
+void DefaultAction(int sig) {
+  if (g_ignored_at_start[sig]) return;
+  ::signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  ::raise(sig);  // delivered to this thread, now unblocked: the default action
+}
+
+void Loop(sigset_t set) {
+  for (;;) {
+    siginfo_t info;
+    const int sig = ::sigwaitinfo(&set, &info);
+    if (sig < 0) continue;  // EINTR (another signal's handler)
+    SignalHandler h;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = g_handlers.find(sig);
+      if (it != g_handlers.end()) h = it->second;
+    }
+    if (h) h(sig);
+    else DefaultAction(sig);
+  }
+}
+
+}  // namespace
+
+void StartSignalThread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int s : kTaken) {
+      struct sigaction old {};
+      g_ignored_at_start[s] = ::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN;
+    }
+    sigset_t set = TakenSet();
+    ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    std::thread(Loop, set).detach();
+  });
+}
+
+void SetSignalHandler(int sig, SignalHandler handler) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (handler) g_handlers[sig] = std::move(handler);
+  else g_handlers.erase(sig);
+}
+
+void IgnoreSignal(int sig) {
+  SetSignalHandler(sig, [](int) {});
+}
+
+void ResetSignalMaskInChild() {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+}  // namespace elastrain

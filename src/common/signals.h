@@ -1,0 +1,39 @@
+// Termination signals (SIGTERM, SIGINT) taken by one thread of their own.
+//
+// A signal handler runs on whichever thread the kernel picks, in the middle of whatever
+// it was doing, and makes its blocking calls fail with EINTR. The workers' threads are
+// inside oneDNN, Gloo and OpenMP, which are not written for that: a SIGTERM (a spot
+// notice) that landed in a computing worker once corrupted its heap. So no thread takes
+// these signals asynchronously: StartSignalThread, first thing in main, blocks them in
+// the main thread (every thread created later inherits the mask) and starts a thread
+// that waits for them with sigwaitinfo and calls the handler a command set, as an
+// ordinary function on an ordinary thread (it may lock, log, notify).
+//
+// Without a handler a signal does what it would have done without this module: the
+// process dies of it, or, if the process started with it ignored (a background job of
+// a shell script ignores SIGINT), nothing. Child processes must clear the mask before
+// exec (ResetSignalMaskInChild).
+#pragma once
+
+#include <functional>
+
+namespace elastrain {
+
+using SignalHandler = std::function<void(int sig)>;
+
+// Blocks SIGTERM and SIGINT in the calling thread and starts the signal thread. Call it
+// once, before any other thread exists.
+void StartSignalThread();
+
+// What `sig` (SIGTERM or SIGINT) does from now on; an empty handler restores the
+// default. The handler runs on the signal thread and may call SetSignalHandler itself.
+void SetSignalHandler(int sig, SignalHandler handler);
+
+// A handler that does nothing: the signal is ignored.
+void IgnoreSignal(int sig);
+
+// In a child between fork and exec (async-signal-safe): unblocks every signal, so that
+// the program it runs starts with the usual mask.
+void ResetSignalMaskInChild();
+
+}  // namespace elastrain
