@@ -42,10 +42,12 @@ rc=0
 wait $job || rc=$?
 [ "$rc" -eq 3 ] && pass "SIGTERM to elastrain train: exit 3 (preempted): $(grep preempted "$WORK/err2" | tail -1)" \
   || fail "exit $rc: $(tail -3 "$WORK/err2")"
+[ -z "$(ev $run generation_failed time)" ] && pass "no failure on the notice" \
+  || fail "a failure on the notice: $(ev $run generation_failed reason); $(grep -h -A3 'fatal signal' $run/logs/*.log | head -8)"
 saved=$(ev $run checkpoint_saved step | tail -1)
 [ -n "$saved" ] && [ "$saved" -ge 20 ] && pass "saved step $saved on the notice" || fail "saved: '$saved'"
 "$BIN" train "${common[@]}" num_workers=2 steps=300 run_name=machine >"$WORK/out3" 2>"$WORK/err3" \
   && pass "the same command resumes and completes" || fail "resume failed: $(tail -3 "$WORK/err3")"
 restored=$(ev $run checkpoint_restored step | tail -1)
-[ "$restored" = "$saved" ] && pass "resumed from step $restored" || fail "restored '$restored', saved '$saved'"
+[ -n "$restored" ] && [ "$restored" = "$saved" ] && pass "resumed from step $restored" || fail "restored '$restored', saved '$saved'"
 finish
