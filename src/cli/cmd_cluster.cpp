@@ -42,10 +42,6 @@ constexpr char kDefaultHead[] = "http://127.0.0.1:8265";
 constexpr int kHttpTimeoutSeconds = 10;
 
 std::atomic<bool> g_stop{false};
-// SIGTERM and SIGINT run `handler` on the signal thread (common/signals.h).
-void OnTerminationSignals(const SignalHandler& handler) {
-  for (int sig : {SIGTERM, SIGINT}) SetSignalHandler(sig, handler);
-}
 
 
 // --head URL, or the URL the run at --run-dir wrote, or the default.
@@ -151,7 +147,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (!url.ok()) return FailCommand("head", url.status());
   std::printf("elastrain head: API at %s, store %s\n", url->c_str(), store_url.c_str());
   std::fflush(stdout);
-  OnTerminationSignals([](int) { g_stop = true; });
+  SetTerminationHandler([](int) { g_stop = true; });
   Controller controller(store.value());
   while (!g_stop) {
     auto rec = controller.RunJob(g_stop);
@@ -184,12 +180,12 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   auto store = OpenStore(store_url);
   if (!store.ok()) return FailCommand("agent", store.status());
   Agent agent(store.value(), opt);
-  OnTerminationSignals([&agent](int) {
+  SetTerminationHandler([&agent](int) {
     agent.Preempt();
-    OnTerminationSignals(nullptr);  // a second signal ends the process at once
+    SetTerminationHandler(nullptr);  // a second signal ends the process at once
   });
   auto end = agent.Run();
-  OnTerminationSignals([](int) {});  // a notice after the end: nothing to save
+  SetTerminationHandler([](int) {});  // a notice after the end: nothing to save
   if (!end.ok()) return FailCommand("agent", end.status());
   return end.value() == AgentEnd::kPreempted ? kExitPreempted : kExitSuccess;
 }

@@ -71,12 +71,6 @@ Result<TrainSummary> ReadSummary(const std::string& run_dir) {
 // Embedded mode: the controller (a thread), the local agent (this thread: workers die
 // with the thread that spawned them) and the HTTP API, in this process, over an
 // in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
-// Called on the signal thread (common/signals.h).
-void OnPreemptionSignal(Agent* agent) {
-  agent->Preempt();
-  SetSignalHandler(SIGINT, nullptr);  // a second Ctrl-C ends the process at once
-}
-
 int RunElastic(const TrainConfig& cfg) {
   // Tokenise the corpus once here, so that the workers find the token cache ready.
   if (cfg.dataset_type == "text") {
@@ -120,9 +114,12 @@ int RunElastic(const TrainConfig& cfg) {
   ao.slots = static_cast<int>(cfg.max_workers);
   ao.exit_when_job_ends = true;
   Agent agent(store, ao);
-  for (int sig : {SIGTERM, SIGINT}) SetSignalHandler(sig, [&agent](int) { OnPreemptionSignal(&agent); });
+  SetTerminationHandler([&agent](int) {  // on the signal thread (common/signals.h)
+    agent.Preempt();
+    SetSignalHandler(SIGINT, nullptr);  // a second Ctrl-C ends the process at once
+  });
   auto end = agent.Run();
-  for (int sig : {SIGTERM, SIGINT}) IgnoreSignal(sig);  // a notice after the end: nothing to save
+  SetTerminationHandler([](int) {});  // a notice after the end: nothing to save
   if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
   controller.join();
   api.Stop();

@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <cerrno>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -16,7 +15,7 @@ constexpr int kTaken[] = {SIGTERM, SIGINT};
 
 std::mutex g_mu;
 std::map<int, SignalHandler> g_handlers;  // GUARDED_BY(g_mu)
-std::map<int, bool> g_ignored_at_start;   // written before the thread starts
+sigset_t g_ignored_at_start;              // written before the thread starts
 
 sigset_t TakenSet() {
   sigset_t set;
@@ -28,7 +27,7 @@ sigset_t TakenSet() {
 // What the signal would have done without this module: ignored if the process started
 // with it ignored, otherwise the process dies of it.
 void DefaultAction(int sig) {
-  if (g_ignored_at_start[sig]) return;
+  if (sigismember(&g_ignored_at_start, sig)) return;
   ::signal(sig, SIG_DFL);
   sigset_t one;
   sigemptyset(&one);
@@ -58,9 +57,10 @@ void Loop(sigset_t set) {
 void StartSignalThread() {
   static std::once_flag once;
   std::call_once(once, [] {
+    sigemptyset(&g_ignored_at_start);
     for (int s : kTaken) {
       struct sigaction old {};
-      g_ignored_at_start[s] = ::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN;
+      if (::sigaction(s, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) sigaddset(&g_ignored_at_start, s);
     }
     sigset_t set = TakenSet();
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
@@ -72,6 +72,10 @@ void SetSignalHandler(int sig, SignalHandler handler) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (handler) g_handlers[sig] = std::move(handler);
   else g_handlers.erase(sig);
+}
+
+void SetTerminationHandler(const SignalHandler& handler) {
+  for (int sig : kTaken) SetSignalHandler(sig, handler);
 }
 
 void IgnoreSignal(int sig) {

@@ -29,6 +29,9 @@ void StartSignalThread();
 // default. The handler runs on the signal thread and may call SetSignalHandler itself.
 void SetSignalHandler(int sig, SignalHandler handler);
 
+// The same handler (or the default, when empty) for both SIGTERM and SIGINT.
+void SetTerminationHandler(const SignalHandler& handler);
+
 // A handler that does nothing: the signal is ignored.
 void IgnoreSignal(int sig);
 
