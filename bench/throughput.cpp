@@ -41,7 +41,7 @@
 #include "kernels/profile.h"
 #include "model/flops.h"
 #include "model/model_config.h"
-#include "model/transformer.h"
+#include "transformer/transformer.h"
 #include "optim/optim.h"
 
 using namespace elastrain;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "elastic/exit_codes.h"
+#include "wire/exit_codes.h"
 
 #include <fmt/format.h>
 

@@ -27,9 +27,9 @@
 #include "common/signals.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
-#include "elastic/exit_codes.h"
+#include "wire/exit_codes.h"
 #include "monitor/job_api.h"
-#include "monitor/run_token.h"
+#include "jobctl/run_token.h"
 #include "store/store.h"
 
 namespace elastrain {

@@ -13,7 +13,7 @@
 #include "comm/sharding.h"
 #include "config/config.h"
 #include "model/flops.h"
-#include "train/trainer.h"
+#include "config/derived.h"
 
 namespace elastrain {
 

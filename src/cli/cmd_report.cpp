@@ -8,13 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "config/config.h"
-#include "elastic/exit_codes.h"
+#include "wire/exit_codes.h"
 #include "monitor/dashboard.h"
-#include "elastic/protocol.h"
+#include "wire/protocol.h"
 #include "monitor/goodput.h"
 #include "monitor/job_api.h"
 #include "monitor/run_view.h"

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace elastrain {
@@ -269,7 +270,7 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
   bool io_error = false;
   try {
     body();
-    busy_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+    busy_seconds_ += SecondsSince(start);
     return Status::OK();
   } catch (const gloo::IoException& e) {  // timeouts and closed/reset connections
     what = e.what();

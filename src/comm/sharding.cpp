@@ -8,7 +8,7 @@
 
 #include "common/log.h"
 #include "model/flops.h"
-#include "model/transformer.h"
+#include "model/activations.h"
 
 namespace elastrain {
 
@@ -157,7 +157,7 @@ RankPlan PlanRank(const Mesh& mesh, const ModelConfig& m, const PlanBatch& batch
   p.param_bytes = 4 * p.params_per_rank;
   p.grad_bytes = 4 * p.params_per_rank;
   p.optimizer_bytes = 8 * p.params_per_rank;
-  p.activation_bytes = 4 * Transformer<float>::ActivationFloats(p.local, batch.micro_batch, T, remat);
+  p.activation_bytes = 4 * ActivationFloats(p.local, batch.micro_batch, T, remat);
 
   // --- batch and FLOPs: tensor peers process the same rows
   p.batch_rows_per_rank = CeilDiv(batch.global_batch, mesh.batch_shards());

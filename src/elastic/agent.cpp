@@ -12,14 +12,15 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "config/config.h"
-#include "elastic/channel.h"
-#include "elastic/exit_codes.h"
-#include "elastic/job_state.h"
-#include "elastic/process.h"
-#include "elastic/protocol.h"
+#include "wire/channel.h"
+#include "wire/exit_codes.h"
+#include "wire/job_state.h"
+#include "common/process.h"
+#include "wire/protocol.h"
 #include "kernels/gemm.h"
 
 namespace elastrain {

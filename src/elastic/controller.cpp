@@ -8,51 +8,19 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/log.h"
-#include "elastic/job_state.h"
+#include "wire/job_state.h"
 #include "elastic/policy.h"
-#include "monitor/run_token.h"
-#include "train/events.h"
-#include "train/trainer.h"
+#include "jobctl/cluster_view.h"
+#include "common/events.h"
+#include "config/derived.h"
 
 namespace elastrain {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
-  auto current = ReadRecord<JobRecord>(store, keys::JobRecord());
-  auto spec_now = ReadRecord<JobSpec>(store, keys::JobSpec());
-  if (!current.ok()) return current.status();
-  if (!spec_now.ok()) return spec_now.status();
-  if (current.value() && spec_now.value() && current.value()->job_id == spec_now.value()->job_id) {
-    auto st = ParseJobState(current.value()->state);
-    if (st.ok() && !IsTerminal(st.value()))
-      return Status::FailedPrecondition(fmt::format("job {} is {} in {}; stop it first (elastrain stop)",
-                                                    current.value()->job_id, current.value()->state, store.url()));
-  }
-  // The global batch is part of the job, whatever the world size of each generation.
-  cfg.global_batch_size = GlobalBatchSize(cfg);
-  std::error_code ec;
-  cfg.base_output_directory = fs::absolute(cfg.base_output_directory, ec).lexically_normal().string();
-  JobSpec spec;
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
-  spec.job_id = fmt::format("{}-{}-{}", cfg.run_name, stamp, ::getpid() % 10000);
-  spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
-  spec.config_yaml = ConfigToYaml(cfg);
-  spec.submitted_at = WallSeconds();
-  // The bearer token of the control API's POSTs (monitor/run_token.h).
-  ELASTRAIN_RETURN_IF_ERROR(EnsureRunToken(spec.run_dir).status());
-  for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
-    ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
-  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));
-  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::kRoot + "commands/"));
-  ELASTRAIN_RETURN_IF_ERROR(store.Put(keys::JobSpec(), ToJson(spec)).status());
-  return spec;
-}
 
 namespace {
 // One readable line per event for the console; events.jsonl has every field.
@@ -136,39 +104,28 @@ void Controller::Impl::KeepLeadership() {
 }
 
 Result<Observation> Controller::Impl::Observe(int64_t* plan_revision) {
+  ELASTRAIN_ASSIGN_OR_RETURN(ClusterView view, ReadClusterView(*store_, spec_.job_id));
   Observation obs;
   obs.now = WallSeconds();
-  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> agents, store_->List(keys::AgentsPrefix()));
-  std::map<std::string, std::string> host_of;
-  for (const KeyValue& kv : agents) {
-    AgentInfo a;
-    if (!FromJson(kv.value, &a).ok()) continue;
-    host_of[a.id] = a.host;
-    obs.agents.push_back(std::move(a));
-  }
-  auto add_reports = [&](const std::string& prefix, bool departed) -> Status {
-    ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> reports, store_->List(prefix));
-    for (const KeyValue& kv : reports) {
-      AgentReport rep;
-      if (!FromJson(kv.value, &rep).ok()) continue;
+  auto add_reports = [&](std::vector<AgentReport>& reports, bool departed) {
+    for (AgentReport& rep : reports) {
       if (!departed) obs.reported.push_back(rep.agent);
       for (WorkerRecord& w : rep.workers) {
         ObservedWorker ow;
         ow.rec = std::move(w);
         ow.agent = rep.agent;
-        ow.host = host_of.count(rep.agent) ? host_of[rep.agent] : "";
+        ow.host = view.HostOf(rep.agent);
         ow.departed = departed;
         obs.workers.push_back(std::move(ow));
       }
     }
-    return Status::OK();
   };
-  ELASTRAIN_RETURN_IF_ERROR(add_reports(keys::ReportsPrefix(), false));
-  ELASTRAIN_RETURN_IF_ERROR(add_reports(keys::DepartedPrefix(), true));
-  ELASTRAIN_ASSIGN_OR_RETURN(obs.plan, ReadRecord<Plan>(*store_, keys::JobPlan(), plan_revision));
-  if (obs.plan && obs.plan->job_id != spec_.job_id) obs.plan.reset();
-  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobControl> control, ReadRecord<JobControl>(*store_, keys::JobControl()));
-  obs.stop_requested = control && control->stop;
+  add_reports(view.reports, false);
+  add_reports(view.departed, true);
+  obs.agents = std::move(view.agents);
+  obs.plan = std::move(view.plan);
+  *plan_revision = view.plan_revision;
+  obs.stop_requested = view.stop_requested;
   return obs;
 }
 

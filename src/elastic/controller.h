@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 #include "config/config.h"
-#include "elastic/protocol.h"
+#include "wire/protocol.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -25,11 +25,6 @@ namespace elastrain {
 inline constexpr std::chrono::milliseconds kDefaultLeaderTtl{3000};
 // Longest pause between two decisions when nothing changes (timeouts are checked then).
 inline constexpr std::chrono::milliseconds kDefaultDecisionTick{100};
-
-// Writes a new job into the store: its config (global_batch_size fixed, the output
-// directory made absolute) under a fresh job id. FailedPrecondition when another job
-// is still running there. Clears the previous job's plan, requests and commands.
-Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg);
 
 struct ControllerOptions {
   std::chrono::milliseconds leader_ttl = kDefaultLeaderTtl;

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "train/trainer.h"
+#include "config/derived.h"
 
 namespace elastrain {
 

@@ -35,8 +35,8 @@
 
 #include "comm/mesh.h"
 #include "config/config.h"
-#include "elastic/job_state.h"
-#include "elastic/protocol.h"
+#include "wire/job_state.h"
+#include "wire/protocol.h"
 
 namespace elastrain {
 

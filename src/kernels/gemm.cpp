@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "kernels/profile.h"
 
@@ -87,7 +88,7 @@ double MeasureSgemmGflops(int64_t n, double seconds) {
   do {
     Gemm<float>(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
     ++iters;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    elapsed = SecondsSince(t0);
   } while (elapsed < seconds);
   return 2.0 * n * n * n * iters / elapsed / 1e9;
 }

@@ -1,5 +1,7 @@
 #include "kernels/profile.h"
 
+#include "common/clock.h"
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -62,7 +64,7 @@ void GemmTimer::Start(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t 
 }
 
 void GemmTimer::Stop() {
-  const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double sec = SecondsSince(t0_);
   std::lock_guard<std::mutex> lock(g_mu);
   GemmStats& s = g_by_shape[ShapeKey{trans_a_, trans_b_, M_, N_, K_}];
   s.calls += 1;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "model/layout.h"
-#include "model/transformer.h"
+#include "model/activations.h"
 
 namespace elastrain {
 
@@ -30,7 +30,7 @@ MemoryEstimate EstimateTrainingMemory(const ModelConfig& m, int64_t batch, int64
   e.param_bytes = 4 * n;
   e.grad_bytes = 4 * n;
   e.optimizer_bytes = 8 * n;
-  e.activation_bytes = 4 * Transformer<float>::ActivationFloats(
+  e.activation_bytes = 4 * ActivationFloats(
                                m, batch, seq_len, remat_full ? RematPolicy::kFull : RematPolicy::kNone);
   return e;
 }

@@ -1,6 +1,7 @@
 #include "monitor/dashboard.h"
 
-#include "elastic/protocol.h"
+#include "common/clock.h"
+#include "wire/protocol.h"
 
 namespace elastrain {
 

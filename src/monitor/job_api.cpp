@@ -8,51 +8,18 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "config/config.h"
-#include "elastic/controller.h"
-#include "elastic/protocol.h"
+#include "jobctl/cluster_view.h"
+#include "jobctl/job_control.h"
+#include "wire/protocol.h"
 #include "monitor/dashboard.h"
 #include "monitor/prometheus.h"
-#include "monitor/run_token.h"
+#include "jobctl/run_token.h"
 #include "monitor/run_view.h"
 
 namespace elastrain {
-
-namespace {
-
-struct JobView {
-  JobSpec spec;
-  std::optional<JobRecord> record;
-  std::optional<Plan> plan;
-  std::vector<AgentInfo> agents;
-  std::vector<std::pair<std::string, WorkerRecord>> workers;  // agent, record
-};
-
-Result<JobView> ReadJob(Store& store) {
-  JobView v;
-  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(store, keys::JobSpec()));
-  if (!spec) return Status::NotFound("no job has been submitted to " + store.url());
-  v.spec = *spec;
-  ELASTRAIN_ASSIGN_OR_RETURN(v.record, ReadRecord<JobRecord>(store, keys::JobRecord()));
-  if (v.record && v.record->job_id != v.spec.job_id) v.record.reset();
-  ELASTRAIN_ASSIGN_OR_RETURN(v.plan, ReadRecord<Plan>(store, keys::JobPlan()));
-  if (v.plan && v.plan->job_id != v.spec.job_id) v.plan.reset();
-  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> agents, store.List(keys::AgentsPrefix()));
-  for (const KeyValue& kv : agents) {
-    AgentInfo a;
-    if (FromJson(kv.value, &a).ok()) v.agents.push_back(a);
-  }
-  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> reports, store.List(keys::ReportsPrefix()));
-  for (const KeyValue& kv : reports) {
-    AgentReport r;
-    if (!FromJson(kv.value, &r).ok()) continue;
-    for (auto& w : r.workers) v.workers.push_back({r.agent, w});
-  }
-  return v;
-}
-
-}  // namespace
 
 nlohmann::json ConfigStatusFields(const TrainConfig& cfg) {
   return {{"steps", cfg.steps},
@@ -64,7 +31,7 @@ nlohmann::json ConfigStatusFields(const TrainConfig& cfg) {
 }
 
 Result<nlohmann::json> JobStatusJson(Store& store) {
-  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
   auto cfg = LoadConfigText(v.spec.config_yaml, "job config");
   nlohmann::json j;
   j["job"] = v.spec.job_id;
@@ -72,7 +39,7 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   j.update(cfg.ok() ? ConfigStatusFields(cfg.value())
                      : nlohmann::json{{"steps", 0}, {"num_workers", ""}, {"max_failures", 0}, {"checkpoint_period", 0},
                                       {"cost_per_worker_hour", 0.0}, {"model_name", ""}});
-  const JobRecord rec = v.record.value_or(JobRecord());
+  const JobRecord rec = v.cluster.record.value_or(JobRecord());
   j["state"] = rec.state;
   j["reason"] = rec.reason;
   j["generation"] = rec.generation;
@@ -83,19 +50,18 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   j["latest_checkpoint_step"] = rec.latest_checkpoint_step;
   j["started_at"] = rec.started_at;
   j["ended_at"] = rec.ended_at;
-  std::map<std::string, std::string> host_of;
   nlohmann::json agents = nlohmann::json::array();
-  for (const AgentInfo& a : v.agents) {
-    host_of[a.id] = a.host;
+  for (const AgentInfo& a : v.cluster.agents) {
     agents.push_back({{"id", a.id}, {"host", a.host}, {"slots", a.slots}, {"preempting", a.preempting}});
   }
   j["agents"] = agents;
   nlohmann::json ranks = nlohmann::json::array();
-  if (v.plan) {
-    for (const PlanMember& m : v.plan->members) {
+  const auto workers = v.cluster.Workers();
+  if (v.cluster.plan) {
+    for (const PlanMember& m : v.cluster.plan->members) {
       nlohmann::json r = {{"rank", m.rank}, {"host", m.host}, {"agent", m.agent}, {"worker", m.worker},
                           {"pid", m.pid}, {"step", -1}, {"phase", "unknown"}};
-      for (const auto& [agent, w] : v.workers)
+      for (const auto& [agent, w] : workers)
         if (w.id == m.worker) {
           r["step"] = w.step;
           r["phase"] = w.phase == "running" ? w.train_phase : w.phase;
@@ -105,50 +71,13 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   }
   j["ranks"] = ranks;
   int idle = 0;
-  for (const auto& [agent, w] : v.workers) idle += w.phase == "idle" ? 1 : 0;
+  for (const auto& [agent, w] : workers) idle += w.phase == "idle" ? 1 : 0;
   j["idle_workers"] = idle;
   return j;
 }
 
-Status RequestJobStop(Store& store) {
-  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
-  JobControl c;
-  c.stop = true;
-  c.requested_at = WallSeconds();
-  return store.Put(keys::JobControl(), ToJson(c)).status();
-}
-
-Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host) {
-  if (action != "kill" && action != "hang" && action != "host")
-    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang or host");
-  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
-  AgentCommand cmd;
-  cmd.action = action;
-  cmd.requested_at = WallSeconds();
-  std::string agent;
-  if (action == "host" || (!host.empty() && rank < 0)) {
-    if (!allow_host)
-      return Status::InvalidArgument("chaos --host: an embedded job has one host, the job itself; use --rank");
-    for (const AgentInfo& a : v.agents)
-      if (a.host == host || a.id == host) agent = a.id;
-    if (agent.empty()) return Status::InvalidArgument("chaos --host " + host + ": no live agent on that host");
-    cmd.action = "host";
-  } else {
-    if (!v.plan) return Status::FailedPrecondition("chaos --rank: no generation is running");
-    for (const PlanMember& m : v.plan->members)
-      if (m.rank == rank) {
-        agent = m.agent;
-        cmd.worker = m.worker;
-      }
-    if (agent.empty())
-      return Status::InvalidArgument(fmt::format("chaos --rank {}: generation {} has ranks 0..{}", rank,
-                                                 v.plan->generation, v.plan->world - 1));
-  }
-  return store.Put(fmt::format("{}chaos-{:.6f}", keys::CommandPrefix(agent), cmd.requested_at), ToJson(cmd)).status();
-}
-
 Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
-  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJob(store));
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
   std::ifstream in(v.spec.run_dir + "/events.jsonl");
   std::deque<nlohmann::json> last;
   std::string line;

@@ -37,11 +37,6 @@ Result<nlohmann::json> JobStatusJson(Store& store);
 // max_failures, checkpoint_period, cost_per_worker_hour, model_name (also used by
 // `elastrain report`, which has only the run directory's config.yml).
 nlohmann::json ConfigStatusFields(const TrainConfig& cfg);
-Status RequestJobStop(Store& store);
-// Resolves a rank (of the current generation) or a host to its agent and queues the
-// command there. InvalidArgument naming the rank or host when there is none;
-// `allow_host` false (embedded mode: one host, the job itself) refuses "host".
-Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host);
 // The run's events (for GET /api/v1/events).
 Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events = 1000);
 

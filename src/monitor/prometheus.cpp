@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "elastic/job_state.h"
+#include "wire/job_state.h"
 #include "monitor/json_fields.h"
 
 namespace elastrain {

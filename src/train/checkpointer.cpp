@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "ckpt/checkpoint.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -19,7 +20,6 @@ namespace elastrain {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 constexpr int kKinds = 3;  // params, adam_m, adam_v
 constexpr int64_t kCopyChunk = int64_t{1} << 20;  // floats per chunk of the snapshot copy
 std::string ShardsJson(const std::string& dir, int rank) { return fmt::format("{}/shards-{:05d}.json", dir, rank); }

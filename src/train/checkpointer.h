@@ -32,7 +32,7 @@
 #include "comm/mesh.h"
 #include "comm/process_group.h"
 #include "config/config.h"
-#include "train/events.h"
+#include "common/events.h"
 #include "train/train_state.h"
 
 namespace elastrain {

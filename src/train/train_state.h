@@ -24,7 +24,7 @@
 #include "common/memory.h"
 #include "model/layout.h"
 #include "model/model_config.h"
-#include "model/transformer.h"
+#include "transformer/transformer.h"
 #include "optim/optim.h"
 
 namespace elastrain {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "comm/process_group.h"
 #include "comm/sharding.h"
 #include "common/files.h"
@@ -23,22 +24,18 @@
 #include "data/sampler.h"
 #include "kernels/gemm.h"
 #include "model/flops.h"
-#include "model/transformer.h"
+#include "transformer/transformer.h"
 #include "optim/optim.h"
 #include "train/checkpoint_period.h"
 #include "train/checkpointer.h"
-#include "train/events.h"
-#include "train/metrics.h"
+#include "common/events.h"
+#include "common/metrics.h"
 #include "train/train_state.h"
 
 namespace elastrain {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 class Trainer {
  public:
@@ -75,7 +72,7 @@ class Trainer {
   // checkpoint_period=auto, chief: logs and records a change of the period it proposes
   // (all ranks adopt it in the next step's collective).
   void NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step);
-  double JobElapsedSeconds() const { return WallNow() - job_started_at_; }
+  double JobElapsedSeconds() const { return WallSeconds() - job_started_at_; }
   // A step cancelled because the generation lost a member says which one, when known.
   Status NameLostPeers(const Status& st) const {
     if (st.ok() || !ctx_.describe_lost_peers || st.message().find("cancelled") == std::string::npos) return st;
@@ -203,7 +200,7 @@ Status Trainer::OpenData() {
 
 Status Trainer::Setup() {
   start_ = Clock::now();
-  job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallNow();
+  job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallSeconds();
   Phase("setup");
   ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
   SetGemmBackend(backend);
@@ -588,7 +585,7 @@ Status Trainer::Run(GenerationResult* out) {
     const int64_t done = step + 1;
     if (!std::isfinite(loss))
       return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
-    if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallNow()});
+    if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallSeconds()});
     ELASTRAIN_ASSIGN_OR_RETURN(double stall, ckpt_->MaybeSave(done, cfg_.steps, DataStateAt(done)));
     stall += ckpt_->take_snapshot_wait();
     if (period_tuner_ && is_chief()) {
@@ -702,7 +699,7 @@ Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, 
                          {"generation", ctx_.generation},
                          {"world_size", ctx_.world},
                          {"time", SecondsSince(start_)},
-                         {"wall_time", WallNow()}});
+                         {"wall_time", WallSeconds()}});
 }
 }  // namespace
 
@@ -732,21 +729,6 @@ Result<TrainSummary> Train(const TrainConfig& cfg) {
   GenerationResult r = RunGeneration(cfg, ctx);
   if (!r.status.ok()) return r.status;
   return r.summary;
-}
-
-Result<Mesh> ResolveMeshForConfig(const TrainConfig& c, int64_t workers) {
-  AutoMeshBudget budget;
-  budget.memory_bytes_per_worker = AvailableMemoryBytes() / workers;
-  budget.batch_rows = c.per_device_batch_size;
-  budget.seq_len = c.max_target_length;
-  budget.remat_full = c.remat_policy == "full";
-  return ResolveMesh(static_cast<int>(workers), c.ici_data_parallelism, c.ici_fsdp_parallelism,
-                     c.ici_tensor_parallelism, c.model, budget);
-}
-
-int64_t GlobalBatchSize(const TrainConfig& cfg) {
-  if (cfg.global_batch_size > 0) return cfg.global_batch_size;
-  return cfg.per_device_batch_size * cfg.max_workers * cfg.gradient_accumulation_steps;
 }
 
 }  // namespace elastrain

@@ -17,7 +17,8 @@
 #include "common/status.h"
 #include "common/memory.h"
 #include "config/config.h"
-#include "train/stop_reason.h"
+#include "config/derived.h"
+#include "wire/stop_reason.h"
 
 namespace gloo::rendezvous {
 class Store;
@@ -143,15 +144,5 @@ GenerationResult RunGeneration(const TrainConfig& cfg, const WorkerContext& ctx)
 
 // One generation of one process: `elastrain train` with num_workers=1.
 Result<TrainSummary> Train(const TrainConfig& cfg);
-
-// The mesh of `workers` ranks from the ici_* keys (or the automatic rule with this
-// machine's memory shared among the workers).
-Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg, int64_t workers);
-inline Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg) { return ResolveMeshForConfig(cfg, cfg.num_workers); }
-
-// The global batch, fixed for the whole job whatever the world size: global_batch_size,
-// or (MaxText's rule) per_device_batch_size * max_workers * gradient_accumulation_steps
-// when it is 0.
-int64_t GlobalBatchSize(const TrainConfig& cfg);
 
 }  // namespace elastrain

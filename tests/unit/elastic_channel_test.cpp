@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "elastic/channel.h"
+#include "wire/channel.h"
 
 namespace elastrain {
 namespace {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "comm/mesh.h"
-#include "elastic/job_state.h"
+#include "wire/job_state.h"
 #include "elastic/policy.h"
-#include "elastic/protocol.h"
-#include "train/stop_reason.h"
+#include "wire/protocol.h"
+#include "wire/stop_reason.h"
 
 namespace elastrain {
 namespace {

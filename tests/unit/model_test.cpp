@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "model/transformer.h"
+#include "transformer/transformer.h"
 
 namespace elastrain {
 namespace {

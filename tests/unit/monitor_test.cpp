@@ -7,7 +7,7 @@
 
 #include "monitor/goodput.h"
 #include "monitor/prometheus.h"
-#include "monitor/run_token.h"
+#include "jobctl/run_token.h"
 #include "monitor/run_view.h"
 #include "test_dirs.h"
 

@@ -1,4 +1,6 @@
-#include "train/events.h"
+#include "common/events.h"
+
+#include "common/clock.h"
 
 #include <chrono>
 
@@ -15,9 +17,7 @@ Status EventLog::Open(const std::string& path) {
 }
 
 void EventLog::Emit(const std::string& event, nlohmann::json fields) {
-  const double now =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  fields["time"] = now;
+  fields["time"] = WallSeconds();
   fields["event"] = event;
   std::lock_guard<std::mutex> lock(mu_);
   if (!open_) return;

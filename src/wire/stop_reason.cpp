@@ -1,4 +1,4 @@
-#include "train/stop_reason.h"
+#include "wire/stop_reason.h"
 
 namespace elastrain {
 

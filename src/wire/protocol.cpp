@@ -1,14 +1,10 @@
-#include "elastic/protocol.h"
+#include "wire/protocol.h"
 
 #include <chrono>
 
 #include <nlohmann/json.hpp>
 
 namespace elastrain {
-
-double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Missing fields keep their defaults, so records written by an older or newer version
 // still load.

@@ -1,4 +1,4 @@
-#include "elastic/worker.h"
+#include "train/worker.h"
 
 #include <execinfo.h>
 #include <signal.h>
@@ -13,13 +13,14 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "config/config.h"
-#include "elastic/channel.h"
-#include "elastic/exit_codes.h"
-#include "elastic/protocol.h"
-#include "elastic/process.h"
+#include "wire/channel.h"
+#include "wire/exit_codes.h"
+#include "wire/protocol.h"
+#include "common/process.h"
 #include "kernels/gemm.h"
 #include "store/store.h"
 #include "train/trainer.h"
@@ -212,7 +213,7 @@ Status WorkerProcess::Init(const nlohmann::json& job) {
   SetLogLevel(cfg_.log_level);
   SetComputeThreads(job.value("threads", 0));
   const auto t0 = std::chrono::steady_clock::now();
-  auto since = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto since = [&] { return SecondsSince(t0); };
   // The MFU denominator: measured once per host by the agent when it can, else here,
   // once per process; a recovery does not pay for it again.
   peak_flops_ = job.value("peak_flops", 0.0);

@@ -1,4 +1,4 @@
-#include "train/metrics.h"
+#include "common/metrics.h"
 
 #include <fcntl.h>
 #include <unistd.h>

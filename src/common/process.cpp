@@ -1,4 +1,4 @@
-#include "elastic/process.h"
+#include "common/process.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -14,15 +14,11 @@
 
 #include "common/status.h"
 
+#include "model/activations.h"
 #include "model/layout.h"
 #include "model/model_config.h"
 
 namespace elastrain {
-
-enum class RematPolicy {
-  kNone,  // keep every layer's activations for backward
-  kFull,  // keep only each layer's input; recompute the layer in backward
-};
 
 template <typename T>
 class Transformer {
@@ -73,11 +69,9 @@ class Transformer {
 
   // Bytes of activation memory this instance holds (what remat_policy changes).
   size_t ActivationBytes() const { return acts_.size() * sizeof(T); }
-  // The same figure without allocating, for planning.
-  static int64_t ActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat);
 
  private:
-  struct LayerActs;
+  using LayerActs = LayerActivations<T>;
   double ForwardImpl(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows, T* grads,
                      T dloss);
   void LayerForward(int64_t l, const T* params, LayerActs& a, const T* x_in, T* x_out, int64_t rows);
@@ -100,16 +94,7 @@ class Transformer {
   bool KeepGoing();
   std::vector<T, PopulatedAllocator<T>> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
-  std::vector<std::unique_ptr<LayerActs>> layer_acts_;
-  std::vector<T*> resid_;  // L+1 residual-stream buffers (N,C): resid_[l] is layer l's input
-  T* final_norm_ = nullptr;
-  T* final_mean_ = nullptr;
-  T* final_rstd_ = nullptr;
-  T* logits_ = nullptr;
-  T* losses_ = nullptr;
-  // backward scratch
-  T *d_resid_ = nullptr, *d_norm_ = nullptr, *d_qkv_ = nullptr, *d_atty_ = nullptr, *d_up_ = nullptr,
-    *d_h_ = nullptr, *scratch_c_ = nullptr;
+  ModelActivations<T> av_;  // views into acts_ (model/activations.h)
 };
 
 // Fills params (layout.total values) from init_weights_seed, deterministically.

@@ -1,4 +1,4 @@
-#include "elastic/job_state.h"
+#include "wire/job_state.h"
 
 namespace elastrain {
 

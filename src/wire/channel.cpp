@@ -1,4 +1,4 @@
-#include "elastic/channel.h"
+#include "wire/channel.h"
 
 #include <poll.h>
 #include <sys/socket.h>

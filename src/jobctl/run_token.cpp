@@ -1,4 +1,4 @@
-#include "monitor/run_token.h"
+#include "jobctl/run_token.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

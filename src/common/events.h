@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "train/metrics.h"
+#include "common/metrics.h"
 
 namespace elastrain {
 

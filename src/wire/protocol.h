@@ -24,7 +24,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
-#include "train/stop_reason.h"
+#include "wire/stop_reason.h"
 
 namespace elastrain {
 
@@ -46,9 +46,6 @@ inline std::string CommandPrefix(const std::string& agent) { return kRoot + "com
 inline std::string Rendezvous(const std::string& job_id) { return kRoot + "rdzv/" + job_id; }
 }  // namespace keys
 
-// Wall-clock seconds since the epoch: the time base of every record, so that a restarted
-// controller (or another host) reads the same instants.
-double WallSeconds();
 
 struct JobSpec {
   std::string job_id;

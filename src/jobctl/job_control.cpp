@@ -1,0 +1,90 @@
+#include "jobctl/job_control.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "config/derived.h"
+#include "jobctl/cluster_view.h"
+#include "jobctl/run_token.h"
+#include "wire/job_state.h"
+
+namespace elastrain {
+
+namespace fs = std::filesystem;
+
+Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
+  auto current = ReadRecord<JobRecord>(store, keys::JobRecord());
+  auto spec_now = ReadRecord<JobSpec>(store, keys::JobSpec());
+  if (!current.ok()) return current.status();
+  if (!spec_now.ok()) return spec_now.status();
+  if (current.value() && spec_now.value() && current.value()->job_id == spec_now.value()->job_id) {
+    auto st = ParseJobState(current.value()->state);
+    if (st.ok() && !IsTerminal(st.value()))
+      return Status::FailedPrecondition(fmt::format("job {} is {} in {}; stop it first (elastrain stop)",
+                                                    current.value()->job_id, current.value()->state, store.url()));
+  }
+  // The global batch is part of the job, whatever the world size of each generation.
+  cfg.global_batch_size = GlobalBatchSize(cfg);
+  std::error_code ec;
+  cfg.base_output_directory = fs::absolute(cfg.base_output_directory, ec).lexically_normal().string();
+  JobSpec spec;
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
+  spec.job_id = fmt::format("{}-{}-{}", cfg.run_name, stamp, ::getpid() % 10000);
+  spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
+  spec.config_yaml = ConfigToYaml(cfg);
+  spec.submitted_at = WallSeconds();
+  // The bearer token of the control API's POSTs (monitor/run_token.h).
+  ELASTRAIN_RETURN_IF_ERROR(EnsureRunToken(spec.run_dir).status());
+  for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
+    ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
+  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));
+  ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::kRoot + "commands/"));
+  ELASTRAIN_RETURN_IF_ERROR(store.Put(keys::JobSpec(), ToJson(spec)).status());
+  return spec;
+}
+
+Status RequestJobStop(Store& store) {
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
+  JobControl c;
+  c.stop = true;
+  c.requested_at = WallSeconds();
+  return store.Put(keys::JobControl(), ToJson(c)).status();
+}
+
+Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host) {
+  if (action != "kill" && action != "hang" && action != "host")
+    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang or host");
+  ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
+  AgentCommand cmd;
+  cmd.action = action;
+  cmd.requested_at = WallSeconds();
+  std::string agent;
+  if (action == "host" || (!host.empty() && rank < 0)) {
+    if (!allow_host)
+      return Status::InvalidArgument("chaos --host: an embedded job has one host, the job itself; use --rank");
+    for (const AgentInfo& a : v.cluster.agents)
+      if (a.host == host || a.id == host) agent = a.id;
+    if (agent.empty()) return Status::InvalidArgument("chaos --host " + host + ": no live agent on that host");
+    cmd.action = "host";
+  } else {
+    if (!v.cluster.plan) return Status::FailedPrecondition("chaos --rank: no generation is running");
+    for (const PlanMember& m : v.cluster.plan->members)
+      if (m.rank == rank) {
+        agent = m.agent;
+        cmd.worker = m.worker;
+      }
+    if (agent.empty())
+      return Status::InvalidArgument(fmt::format("chaos --rank {}: generation {} has ranks 0..{}", rank,
+                                                 v.cluster.plan->generation, v.cluster.plan->world - 1));
+  }
+  return store.Put(fmt::format("{}chaos-{:.6f}", keys::CommandPrefix(agent), cmd.requested_at), ToJson(cmd)).status();
+}
+
+}  // namespace elastrain

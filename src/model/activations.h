@@ -1,0 +1,97 @@
+// The activation memory of one Transformer instance (transformer/transformer.h): every
+// buffer of a forward/backward pass, carved out of one flat allocation in a fixed order.
+// The same carving counts (to plan memory from a config, without allocating) and assigns
+// (to build the model), so the plan and the allocation cannot disagree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace elastrain {
+
+enum class RematPolicy {
+  kNone,  // keep every layer's activations for backward
+  kFull,  // keep only each layer's input; recompute the layer in backward
+};
+
+// One layer's saved activations (N = B*T rows).
+template <typename T>
+struct LayerActivations {
+  T *norm1, *mean1, *rstd1;  // attention-norm output (N,C) and its statistics (N)
+  T* qkv;                    // (N, (Hq+2Hkv)*hd), after RoPE for llama
+  T* att;                    // (B, Hq, T, T) softmax probabilities
+  T* atty;                   // (N, Hq*hd) attention output before the wo projection
+  T* x_mid;                  // (N,C) residual stream after attention
+  T *norm2, *mean2, *rstd2;  // MLP-norm output and statistics
+  T* up;                     // (N,2F) [gate|up] for llama, (N,F) pre-GELU for gpt2
+  T* h;                      // (N,F) MLP hidden activation
+};
+
+// The shapes one pass works with.
+struct ActivationDims {
+  int64_t N, C, S, QD, F, U, B, T, Hq, V;
+};
+ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T);
+
+// Everything outside the layers, and the backward scratch.
+template <typename T>
+struct ModelActivations {
+  std::vector<std::unique_ptr<LayerActivations<T>>> layers;  // L, or 1 with remat
+  std::vector<T*> resid;  // L+1 residual-stream buffers (N,C): resid[l] is layer l's input
+  T *final_norm = nullptr, *final_mean = nullptr, *final_rstd = nullptr, *logits = nullptr, *losses = nullptr;
+  T *d_resid = nullptr, *d_norm = nullptr, *d_qkv = nullptr, *d_atty = nullptr, *d_up = nullptr, *d_h = nullptr,
+    *scratch_c = nullptr;
+};
+
+// Lays out every activation buffer from `base` (nullptr: only counts) and returns the
+// number of T's used.
+template <typename T>
+int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolicy remat, ModelActivations<T>* a) {
+  int64_t used = 0;
+  auto take = [&](int64_t n) {
+    T* p = base ? base + used : nullptr;
+    used += n;
+    return p;
+  };
+  const int64_t N = d.N;
+  a->resid.clear();
+  for (int64_t l = 0; l <= L; ++l) a->resid.push_back(take(N * d.C));
+  a->layers.clear();
+  for (int64_t l = 0; l < (remat == RematPolicy::kFull ? 1 : L); ++l) {
+    auto la = std::make_unique<LayerActivations<T>>();
+    la->norm1 = take(N * d.C);
+    la->mean1 = take(N);
+    la->rstd1 = take(N);
+    la->qkv = take(N * d.S);
+    la->att = take(d.B * d.Hq * d.T * d.T);
+    la->atty = take(N * d.QD);
+    la->x_mid = take(N * d.C);
+    la->norm2 = take(N * d.C);
+    la->mean2 = take(N);
+    la->rstd2 = take(N);
+    la->up = take(N * d.U);
+    la->h = take(N * d.F);
+    a->layers.push_back(std::move(la));
+  }
+  a->final_norm = take(N * d.C);
+  a->final_mean = take(N);
+  a->final_rstd = take(N);
+  a->logits = take(N * d.V);
+  a->losses = take(N);
+  a->d_resid = take(N * d.C);
+  a->d_norm = take(N * d.C);
+  a->d_qkv = take(N * d.S);
+  a->d_atty = take(N * d.QD);
+  a->d_up = take(N * d.U);
+  a->d_h = take(N * d.F);
+  a->scratch_c = take(N * d.C);
+  return used;
+}
+
+// Floats of activation memory for micro-batches of `batch` rows of `seq_len` tokens.
+int64_t ActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat);
+
+}  // namespace elastrain

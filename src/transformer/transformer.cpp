@@ -1,0 +1,233 @@
+#include "transformer/transformer.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kernels/ops.h"
+
+namespace elastrain {
+
+namespace k = kernels;
+
+namespace {
+using Dims = ActivationDims;
+Dims MakeDims(const ModelConfig& m, int64_t B, int64_t T) { return MakeActivationDims(m, B, T); }
+}  // namespace
+
+template <typename T>
+Transformer<T>::Transformer(const ModelConfig& cfg, int64_t max_batch, int64_t seq_len, RematPolicy remat)
+    : cfg_(cfg), layout_(BuildParamLayout(cfg)), max_batch_(max_batch), seq_len_(seq_len), remat_(remat) {
+  acts_.assign(elastrain::ActivationFloats(cfg, max_batch, seq_len, remat), T(0));
+  CarveActivations(acts_.data(), MakeDims(cfg, max_batch, seq_len), cfg.num_layers, remat, &av_);
+  if (cfg.family == ModelFamily::kLlama) {
+    rope_.resize(seq_len * cfg.head_dim);
+    k::rope_table(rope_.data(), seq_len, cfg.head_dim, cfg.rope_theta);
+  }
+}
+
+template <typename T>
+Transformer<T>::~Transformer() = default;
+
+template <typename T>
+typename Transformer<T>::LayerActs& Transformer<T>::ActsFor(int64_t l) {
+  return *av_.layers[remat_ == RematPolicy::kFull ? 0 : l];
+}
+
+template <typename T>
+void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* x_in, T* x_out, int64_t rows) {
+  const Dims d = MakeDims(cfg_, rows, seq_len_);
+  const LayerOffsets& o = layout_.layers[l];
+  const bool llama = cfg_.family == ModelFamily::kLlama;
+  const int64_t N = d.N, C = d.C;
+  auto bias = [&](int64_t off) { return off >= 0 ? w + off : nullptr; };
+  // attention block: x_mid = x_in + wo(attention(norm1(x_in)))
+  if (llama) k::rmsnorm_forward(a.norm1, a.rstd1, x_in, w + o.attn_norm_w, N, C, cfg_.norm_eps);
+  else k::layernorm_forward(a.norm1, a.mean1, a.rstd1, x_in, w + o.attn_norm_w, w + o.attn_norm_b, N, C, cfg_.norm_eps);
+  k::matmul_forward(a.qkv, a.norm1, w + o.wq, bias(o.bq), N, C, d.S);
+  if (llama) k::rope_forward(a.qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
+  k::attention_forward(a.atty, a.att, a.qkv, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
+  k::matmul_forward(av_.scratch_c, a.atty, w + o.wo, RowParallelBias(w, o.bo), N, d.QD, C);
+  TensorAllReduce(av_.scratch_c, N * C);
+  k::residual_forward(a.x_mid, x_in, av_.scratch_c, N * C);
+  // MLP block: x_out = x_mid + down(act(up(norm2(x_mid))))
+  if (llama) k::rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, w + o.mlp_norm_w, N, C, cfg_.norm_eps);
+  else k::layernorm_forward(a.norm2, a.mean2, a.rstd2, a.x_mid, w + o.mlp_norm_w, w + o.mlp_norm_b, N, C, cfg_.norm_eps);
+  if (llama) {
+    k::matmul_forward(a.up, a.norm2, w + o.w_gate, static_cast<const T*>(nullptr), N, C, d.U);  // gate and up
+    k::swiglu_forward(a.h, a.up, N, d.F);
+  } else {
+    k::matmul_forward(a.up, a.norm2, w + o.w_up, w + o.b_up, N, C, d.F);
+    k::gelu_forward(a.h, a.up, N * d.F);
+  }
+  k::matmul_forward(av_.scratch_c, a.h, w + o.w_down, RowParallelBias(w, o.b_down), N, d.F, C);
+  TensorAllReduce(av_.scratch_c, N * C);
+  k::residual_forward(x_out, a.x_mid, av_.scratch_c, N * C);
+}
+
+template <typename T>
+void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, const T* x_in, T* dx, int64_t rows) {
+  // On entry dx holds dL/dx_out; on exit dL/dx_in.
+  const Dims d = MakeDims(cfg_, rows, seq_len_);
+  const LayerOffsets& o = layout_.layers[l];
+  const bool llama = cfg_.family == ModelFamily::kLlama;
+  const int64_t N = d.N, C = d.C;
+  auto gb = [&](int64_t off) { return off >= 0 ? g + off : nullptr; };
+  // MLP block. The residual path passes dx through unchanged to x_mid.
+  std::memset(av_.d_h, 0, sizeof(T) * N * d.F);
+  k::matmul_backward(av_.d_h, g + o.w_down, gb(o.b_down), dx, a.h, w + o.w_down, N, d.F, C);
+  if (llama) {
+    k::swiglu_backward(av_.d_up, av_.d_h, a.up, N, d.F);
+  } else {
+    k::gelu_backward(av_.d_up, a.up, av_.d_h, N * d.F);
+  }
+  std::memset(av_.d_norm, 0, sizeof(T) * N * C);
+  if (llama) k::matmul_backward(av_.d_norm, g + o.w_gate, static_cast<T*>(nullptr), av_.d_up, a.norm2, w + o.w_gate, N, C, d.U);
+  else k::matmul_backward(av_.d_norm, g + o.w_up, g + o.b_up, av_.d_up, a.norm2, w + o.w_up, N, C, d.U);
+  TensorAllReduce(av_.d_norm, N * C);
+  if (llama) k::rmsnorm_backward(dx, g + o.mlp_norm_w, av_.d_norm, a.x_mid, w + o.mlp_norm_w, a.rstd2, N, C);
+  else k::layernorm_backward(dx, g + o.mlp_norm_w, g + o.mlp_norm_b, av_.d_norm, a.x_mid, w + o.mlp_norm_w, a.mean2, a.rstd2, N, C);
+  // Attention block; dx now holds dL/dx_mid.
+  std::memset(av_.d_atty, 0, sizeof(T) * N * d.QD);
+  k::matmul_backward(av_.d_atty, g + o.wo, gb(o.bo), dx, a.atty, w + o.wo, N, d.QD, C);
+  k::attention_backward(av_.d_qkv, av_.d_atty, a.qkv, a.att, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
+  if (llama) k::rope_backward(av_.d_qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
+  std::memset(av_.d_norm, 0, sizeof(T) * N * C);
+  k::matmul_backward(av_.d_norm, g + o.wq, gb(o.bq), av_.d_qkv, a.norm1, w + o.wq, N, C, d.S);
+  TensorAllReduce(av_.d_norm, N * C);
+  if (llama) k::rmsnorm_backward(dx, g + o.attn_norm_w, av_.d_norm, x_in, w + o.attn_norm_w, a.rstd1, N, C);
+  else k::layernorm_backward(dx, g + o.attn_norm_w, g + o.attn_norm_b, av_.d_norm, x_in, w + o.attn_norm_w, a.mean1, a.rstd1, N, C);
+}
+
+template <typename T>
+void Transformer<T>::SetTensorParallel(int tensor_rank, AllReduceFn allreduce) {
+  tensor_rank_ = tensor_rank;
+  tensor_allreduce_ = std::move(allreduce);
+}
+
+template <typename T>
+void Transformer<T>::TensorAllReduce(T* data, int64_t n) {
+  if (!tensor_allreduce_ || !comm_status_.ok()) return;
+  comm_status_ = tensor_allreduce_(data, n);
+}
+
+template <typename T>
+void Transformer<T>::Hook(const std::function<Status(int)>& f, int unit) {
+  if (!f || !comm_status_.ok()) return;
+  comm_status_ = f(unit);
+}
+
+template <typename T>
+bool Transformer<T>::KeepGoing() {
+  if (comm_status_.ok() && cancelled_ && cancelled_())
+    comm_status_ = Status::Unavailable("the step was cancelled: the generation is over");
+  return comm_status_.ok();
+}
+
+template <typename T>
+const T* Transformer<T>::RowParallelBias(const T* w, int64_t off) const {
+  return off >= 0 && tensor_rank_ == 0 ? w + off : nullptr;
+}
+
+template <typename T>
+double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int32_t* targets, int64_t rows, T* g,
+                                   T dloss) {
+  const Dims d = MakeDims(cfg_, rows, seq_len_);
+  const int64_t N = d.N, C = d.C, L = cfg_.num_layers;
+  const bool llama = cfg_.family == ModelFamily::kLlama;
+  const bool remat = remat_ == RematPolicy::kFull;
+  comm_status_ = Status::OK();
+  const int post = static_cast<int>(L) + 1;
+  Hook(hooks_.acquire, 0);
+  Hook(hooks_.acquire, post);
+  k::embedding_forward(av_.resid[0], inputs, w + layout_.wte, llama ? nullptr : w + layout_.wpe, rows, seq_len_, C);
+  for (int64_t l = 0; l < L; ++l) {
+    if (!KeepGoing()) return 0.0;
+    Hook(hooks_.acquire, 1 + l);
+    LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], rows);
+    Hook(hooks_.release, 1 + l);
+  }
+  if (llama) k::rmsnorm_forward(av_.final_norm, av_.final_rstd, av_.resid[L], w + layout_.final_norm_w, N, C, cfg_.norm_eps);
+  else k::layernorm_forward(av_.final_norm, av_.final_mean, av_.final_rstd, av_.resid[L], w + layout_.final_norm_w, w + layout_.final_norm_b, N, C, cfg_.norm_eps);
+  k::matmul_forward(av_.logits, av_.final_norm, w + layout_.lm_head, static_cast<const T*>(nullptr), N, C, d.V);
+  auto release_ends = [&] {
+    Hook(hooks_.release, post);
+    Hook(hooks_.release, 0);
+  };
+  if (!targets) {
+    release_ends();
+    return 0.0;
+  }
+  // With gradients, dlogits overwrite the logits in place.
+  k::crossentropy_forward_backward(av_.losses, g ? av_.logits : static_cast<T*>(nullptr), av_.logits, targets, N, d.V, dloss);
+  double loss_sum = 0;
+  for (int64_t n = 0; n < N; ++n) loss_sum += av_.losses[n];
+  if (!g) {
+    release_ends();
+    return loss_sum;
+  }
+
+  // Backward: head, final norm, layers in reverse, embeddings.
+  std::memset(av_.d_norm, 0, sizeof(T) * N * C);
+  k::matmul_backward(av_.d_norm, g + layout_.lm_head, static_cast<T*>(nullptr), av_.logits, av_.final_norm, w + layout_.lm_head, N, C, d.V);
+  std::memset(av_.d_resid, 0, sizeof(T) * N * C);
+  if (llama) k::rmsnorm_backward(av_.d_resid, g + layout_.final_norm_w, av_.d_norm, av_.resid[L], w + layout_.final_norm_w, av_.final_rstd, N, C);
+  else k::layernorm_backward(av_.d_resid, g + layout_.final_norm_w, g + layout_.final_norm_b, av_.d_norm, av_.resid[L], w + layout_.final_norm_w, av_.final_mean, av_.final_rstd, N, C);
+  for (int64_t l = L - 1; l >= 0; --l) {
+    if (!KeepGoing()) return 0.0;
+    // Recomputing writes the same values into av_.resid[l+1] again; it is no longer read.
+    Hook(hooks_.acquire, 1 + l);
+    if (remat) LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], rows);
+    LayerBackward(l, w, g, ActsFor(l), av_.resid[l], av_.d_resid, rows);
+    Hook(hooks_.grads_ready, 1 + l);
+    Hook(hooks_.release, 1 + l);
+  }
+  k::embedding_backward(g + layout_.wte, llama ? static_cast<T*>(nullptr) : g + layout_.wpe, av_.d_resid, inputs, rows, seq_len_, C);
+  Hook(hooks_.grads_ready, post);
+  Hook(hooks_.grads_ready, 0);
+  release_ends();
+  return loss_sum;
+}
+
+template <typename T>
+double Transformer<T>::Forward(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows) {
+  return ForwardImpl(params, inputs, targets, rows, nullptr, T(0));
+}
+
+template <typename T>
+double Transformer<T>::ForwardBackward(const T* params, T* grads, const int32_t* inputs, const int32_t* targets,
+                                       int64_t rows, T dloss) {
+  return ForwardImpl(params, inputs, targets, rows, grads, dloss);
+}
+
+template <typename T>
+void InitParams(const ModelConfig& cfg, const ParamLayout& layout, uint64_t seed, T* params) {
+  // Each tensor draws from its own stream (seed, tensor index), so adding a tensor does
+  // not shift the values of the others. Box-Muller on mt19937_64 bits keeps the values
+  // independent of the standard library's distribution code.
+  const double resid_scale = 1.0 / std::sqrt(2.0 * static_cast<double>(cfg.num_layers));
+  for (size_t i = 0; i < layout.tensors.size(); ++i) {
+    const ParamTensor& t = layout.tensors[i];
+    T* p = params + t.offset;
+    if (t.init == ParamInit::kOnes || t.init == ParamInit::kZeros) {
+      for (int64_t j = 0; j < t.size; ++j) p[j] = t.init == ParamInit::kOnes ? T(1) : T(0);
+      continue;
+    }
+    const double stddev = 0.02 * (t.init == ParamInit::kNormalResidual ? resid_scale : 1.0);
+    std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ULL + i + 1);
+    auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 0.5) * (1.0 / 9007199254740992.0); };
+    for (int64_t j = 0; j < t.size; j += 2) {
+      double u1 = uniform(), u2 = uniform();
+      double r = std::sqrt(-2.0 * std::log(u1));
+      p[j] = static_cast<T>(stddev * r * std::cos(2 * M_PI * u2));
+      if (j + 1 < t.size) p[j + 1] = static_cast<T>(stddev * r * std::sin(2 * M_PI * u2));
+    }
+  }
+}
+
+template class Transformer<float>;
+template class Transformer<double>;
+template void InitParams<float>(const ModelConfig&, const ParamLayout&, uint64_t, float*);
+template void InitParams<double>(const ModelConfig&, const ParamLayout&, uint64_t, double*);
+
+}  // namespace elastrain
