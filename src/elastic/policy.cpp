@@ -95,6 +95,13 @@ class Decider {
   }
   std::vector<Member> ClassifyMembers(const Plan& plan) const;
   void EvaluateGeneration();
+  void NoteFirstStep(const Plan& plan, const std::vector<Member>& members);
+  bool EndIfStalled(int64_t g, const std::vector<Member>& members);
+  void AskStopOrResize(const Plan& plan);
+  int StopBits(int64_t g) const;
+  void BeginEnding(int64_t g, const std::vector<Member>& members);
+  void NoteEndedMember(int64_t g, const Member& x);
+  bool EndStragglers(int64_t g, const std::vector<Member>& members);
   void EndGeneration(const std::vector<Member>& members);
   void RecordHostFailure(const std::string& host);
   void TryStart();
@@ -177,6 +184,10 @@ void Decider::RecordHostFailure(const std::string& host) {
   }
 }
 
+// The rules of a running generation, in order: every member done (succeeded); nobody
+// ending (stalled as a whole, or a stop or resize to ask for); some member ending (abort
+// the others if one was lost, note each ending member once, end stragglers); nobody left
+// running (the generation ends).
 void Decider::EvaluateGeneration() {
   if (!obs_.plan || obs_.plan->generation != r().generation) {
     // The plan this record names is not in the store (lost write): plan again.
@@ -185,31 +196,10 @@ void Decider::EvaluateGeneration() {
     return;
   }
   const Plan& plan = *obs_.plan;
-  const int64_t g = plan.generation;
   std::vector<Member> members = ClassifyMembers(plan);
   for (const Member& x : members)
-    if (x.w && x.w->rec.generation == g) r().step = std::max(r().step, x.w->rec.step);
-  if (!r().first_step_noted) {
-    double first = 0, began = 0;
-    int64_t step = -1, start = -1;
-    for (const Member& x : members)
-      if (x.w && x.w->rec.generation == g && x.w->rec.first_step_time > 0 &&
-          (first == 0 || x.w->rec.first_step_time < first)) {
-        first = x.w->rec.first_step_time;
-        began = x.w->rec.first_step_start > 0 ? x.w->rec.first_step_start : first;
-        step = x.w->rec.step;
-        start = x.w->rec.start_step;
-      }
-    if (first > 0) {
-      r().first_step_noted = true;
-      nlohmann::json f = {{"generation", g}, {"step_time", first}, {"step_started", began}, {"step", step},
-                          {"start_step", start}, {"world", plan.world}};
-      // Failure (or resize) to the first step of this generation, less any wait.
-      if (r().trained_until > 0)
-        f["recovery_seconds"] = std::max(0.0, began - r().trained_until - r().waited_since_trained);
-      Emit("generation_first_step", std::move(f));
-    }
-  }
+    if (x.w && x.w->rec.generation == plan.generation) r().step = std::max(r().step, x.w->rec.step);
+  if (!r().first_step_noted) NoteFirstStep(plan, members);
 
   bool all_completed = !members.empty(), any_ending = false;
   for (const Member& x : members) {
@@ -222,110 +212,145 @@ void Decider::EvaluateGeneration() {
     return;
   }
   if (!any_ending) {
-    // Hung as a whole: everyone in the training loop, nobody advancing.
-    double newest = 0;
-    bool all_training = true;
-    for (const Member& x : members) {
-      if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != "train" || x.w->rec.first_step_time == 0) {
-        all_training = false;
-        break;
-      }
-      newest = std::max(newest, x.w->rec.last_step_time);
-    }
-    if (all_training && newest > 0 && obs_.now - newest > 2 * s_.heartbeat_timeout && r().kill_sent_gen != g) {
-      r().kill_sent_gen = g;
-      Emit("generation_stalled", {{"generation", g}, {"seconds", obs_.now - newest}, {"step", r().step},
-                                  {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
-                                                         "worker_heartbeat_timeout={}s)",
-                                                         obs_.now - newest, s_.heartbeat_timeout)}});
-      for (const Member& x : members) d_.commands.push_back({x.m->agent, {"hung", x.m->worker, obs_.now}});
-      return;
-    }
-    const bool user_stop = obs_.stop_requested && r().stop_sent_gen != g;
-    bool resize = false;
-    if (!obs_.stop_requested && r().resize_requested_gen != g && plan.world < s_.max_workers) {
-      bool cooled = false;
-      const int available = static_cast<int>(Candidates(&cooled, plan.world).size());
-      const int target = ChooseWorldSize(plan.world + available, s_, nullptr);
-      if (available > 0 && target > plan.world) {
-        resize = true;
-        r().resize_requested_gen = g;
-        Emit("resize_requested", {{"generation", g}, {"world", plan.world}, {"target", target},
-                                  {"reason", fmt::format("{} idle workers; the world grows from {} to {} at the next "
-                                                         "checkpoint boundary",
-                                                         available, plan.world, target)}});
-      }
-    }
-    if (user_stop) {
-      r().stop_sent_gen = g;
-      Emit("stop_requested", {{"generation", g}, {"step", r().step}});
-    }
-    if (user_stop || resize) {
-      int bits = 0;
-      if (r().stop_sent_gen == g) bits |= kStopUser;
-      if (r().resize_requested_gen == g) bits |= kStopResize;
-      d_.stop = GenerationStop{g, bits};
-    }
+    if (!EndIfStalled(plan.generation, members)) AskStopOrResize(plan);
     return;
   }
+  if (r().ending_since == 0) BeginEnding(plan.generation, members);
+  for (const Member& x : members) NoteEndedMember(plan.generation, x);
+  if (!EndStragglers(plan.generation, members)) EndGeneration(members);
+}
 
-  // The generation is ending. If it lost a member, the others are told to give up at
-  // once (a rendezvous still waiting for the lost one would otherwise wait out its
-  // timeout); members stopping at a step boundary all stop by themselves.
-  if (r().ending_since == 0) {
-    r().ending_since = obs_.now;
-    bool lost_member = false;
-    for (const Member& x : members)
-      lost_member |= x.fate == Fate::kExited || x.fate == Fate::kLost || x.fate == Fate::kFailed ||
-                     x.fate == Fate::kAborted;
-    if (lost_member) {
-      int bits = 0;
-      if (r().stop_sent_gen == g) bits |= kStopUser;
-      if (r().resize_requested_gen == g) bits |= kStopResize;
-      d_.stop = GenerationStop{g, bits, true};
+// The first completed step of the generation (by the earliest rank): the recovery span
+// ends there.
+void Decider::NoteFirstStep(const Plan& plan, const std::vector<Member>& members) {
+  const int64_t g = plan.generation;
+  double first = 0, began = 0;
+  int64_t step = -1, start = -1;
+  for (const Member& x : members)
+    if (x.w && x.w->rec.generation == g && x.w->rec.first_step_time > 0 &&
+        (first == 0 || x.w->rec.first_step_time < first)) {
+      first = x.w->rec.first_step_time;
+      began = x.w->rec.first_step_start > 0 ? x.w->rec.first_step_start : first;
+      step = x.w->rec.step;
+      start = x.w->rec.start_step;
     }
-  }
+  if (first == 0) return;
+  r().first_step_noted = true;
+  nlohmann::json f = {{"generation", g}, {"step_time", first}, {"step_started", began}, {"step", step},
+                      {"start_step", start}, {"world", plan.world}};
+  // Failure (or resize) to the first step of this generation, less any wait.
+  if (r().trained_until > 0) f["recovery_seconds"] = std::max(0.0, began - r().trained_until - r().waited_since_trained);
+  Emit("generation_first_step", std::move(f));
+}
+
+// Hung as a whole: everyone in the training loop, nobody advancing for twice the
+// heartbeat timeout. Every member is killed as hung (once). True when it was.
+bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
+  double newest = 0;
   for (const Member& x : members) {
-    const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == "leaving";  // saved, then left on notice
-    if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) continue;
-    if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) continue;
-    r().noted.push_back(x.m->worker);
-    nlohmann::json f = {{"generation", g}, {"rank", x.m->rank}, {"worker", x.m->worker}, {"host", x.m->host},
-                        {"pid", x.m->pid}, {"reason", x.desc}, {"step", r().step}};
-    std::string name = "worker_error";
-    if (leaving) {
-      name = "worker_preempted";
-      f["reason"] = fmt::format("worker rank {} (pid {}) on host {} saved step {} and left after a preemption notice",
-                                x.m->rank, x.m->pid, x.m->host, x.w->rec.step);
-    }
-    if (x.fate == Fate::kLost) name = "host_lost";
-    if (x.fate == Fate::kAborted) name = "worker_aborted";
-    if (x.fate == Fate::kExited) {
-      const WorkerRecord& w = x.w->rec;
-      f["detected_at"] = w.exit_time;
-      f["exit_code"] = w.exit_code;
-      f["signal"] = w.exit_signal;
-      name = w.exit_kind == "preempted" ? "worker_preempted" : w.exit_kind == "hung" ? "worker_hung"
-             : w.exit_kind == "ended" ? "worker_terminated" : "worker_failed";
-    }
-    Emit(name, std::move(f));
+    if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != "train" || x.w->rec.first_step_time == 0)
+      return false;
+    newest = std::max(newest, x.w->rec.last_step_time);
   }
+  if (newest == 0 || obs_.now - newest <= 2 * s_.heartbeat_timeout || r().kill_sent_gen == g) return false;
+  r().kill_sent_gen = g;
+  Emit("generation_stalled", {{"generation", g}, {"seconds", obs_.now - newest}, {"step", r().step},
+                              {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
+                                                     "worker_heartbeat_timeout={}s)",
+                                                     obs_.now - newest, s_.heartbeat_timeout)}});
+  for (const Member& x : members) d_.commands.push_back({x.m->agent, {"hung", x.m->worker, obs_.now}});
+  return true;
+}
+
+// A healthy generation: ask it to stop at a step boundary for the user's stop, or at the
+// next checkpoint boundary to grow when idle workers could join.
+void Decider::AskStopOrResize(const Plan& plan) {
+  const int64_t g = plan.generation;
+  const bool user_stop = obs_.stop_requested && r().stop_sent_gen != g;
+  bool resize = false;
+  if (!obs_.stop_requested && r().resize_requested_gen != g && plan.world < s_.max_workers) {
+    bool cooled = false;
+    const int available = static_cast<int>(Candidates(&cooled, plan.world).size());
+    const int target = ChooseWorldSize(plan.world + available, s_, nullptr);
+    if (available > 0 && target > plan.world) {
+      resize = true;
+      r().resize_requested_gen = g;
+      Emit("resize_requested", {{"generation", g}, {"world", plan.world}, {"target", target},
+                                {"reason", fmt::format("{} idle workers; the world grows from {} to {} at the next "
+                                                       "checkpoint boundary",
+                                                       available, plan.world, target)}});
+    }
+  }
+  if (user_stop) {
+    r().stop_sent_gen = g;
+    Emit("stop_requested", {{"generation", g}, {"step", r().step}});
+  }
+  if (user_stop || resize) d_.stop = GenerationStop{g, StopBits(g)};
+}
+
+int Decider::StopBits(int64_t g) const {
+  int bits = 0;
+  if (r().stop_sent_gen == g) bits |= kStopUser;
+  if (r().resize_requested_gen == g) bits |= kStopResize;
+  return bits;
+}
+
+// The generation began to end. If it lost a member, the others are told to give up at
+// once (a rendezvous still waiting for the lost one would otherwise wait out its
+// timeout); members stopping at a step boundary all stop by themselves.
+void Decider::BeginEnding(int64_t g, const std::vector<Member>& members) {
+  r().ending_since = obs_.now;
+  bool lost_member = false;
+  for (const Member& x : members)
+    lost_member |= x.fate == Fate::kExited || x.fate == Fate::kLost || x.fate == Fate::kFailed ||
+                   x.fate == Fate::kAborted;
+  if (lost_member) d_.stop = GenerationStop{g, StopBits(g), true};
+}
+
+// One event per member that ended other than by completing or stopping (once each).
+void Decider::NoteEndedMember(int64_t g, const Member& x) {
+  const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == "leaving";  // saved, then left on notice
+  if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) return;
+  if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) return;
+  r().noted.push_back(x.m->worker);
+  nlohmann::json f = {{"generation", g}, {"rank", x.m->rank}, {"worker", x.m->worker}, {"host", x.m->host},
+                      {"pid", x.m->pid}, {"reason", x.desc}, {"step", r().step}};
+  std::string name = "worker_error";
+  if (leaving) {
+    name = "worker_preempted";
+    f["reason"] = fmt::format("worker rank {} (pid {}) on host {} saved step {} and left after a preemption notice",
+                              x.m->rank, x.m->pid, x.m->host, x.w->rec.step);
+  }
+  if (x.fate == Fate::kLost) name = "host_lost";
+  if (x.fate == Fate::kAborted) name = "worker_aborted";
+  if (x.fate == Fate::kExited) {
+    const WorkerRecord& w = x.w->rec;
+    f["detected_at"] = w.exit_time;
+    f["exit_code"] = w.exit_code;
+    f["signal"] = w.exit_signal;
+    name = w.exit_kind == "preempted" ? "worker_preempted" : w.exit_kind == "hung" ? "worker_hung"
+           : w.exit_kind == "ended" ? "worker_terminated" : "worker_failed";
+  }
+  Emit(name, std::move(f));
+}
+
+// Members still running while the generation ends are waited for, and killed as
+// stragglers once collective_timeout (plus a grace) has passed. True while any run.
+bool Decider::EndStragglers(int64_t g, const std::vector<Member>& members) {
   std::vector<const Member*> live;
   for (const Member& x : members)
     if (x.fate == Fate::kLive) live.push_back(&x);
-  if (!live.empty()) {
-    if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
-      r().kill_sent_gen = g;
-      for (const Member* x : live) d_.commands.push_back({x->m->agent, {"terminate", x->m->worker, obs_.now}});
-      Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
-                                 {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
-                                                        "end (collective_timeout={}s + {}s)",
-                                                        live.size(), obs_.now - r().ending_since,
-                                                        s_.collective_timeout, kEndingGraceSeconds)}});
-    }
-    return;  // wait for them
+  if (live.empty()) return false;
+  if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
+    r().kill_sent_gen = g;
+    for (const Member* x : live) d_.commands.push_back({x->m->agent, {"terminate", x->m->worker, obs_.now}});
+    Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
+                               {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
+                                                      "end (collective_timeout={}s + {}s)",
+                                                      live.size(), obs_.now - r().ending_since,
+                                                      s_.collective_timeout, kEndingGraceSeconds)}});
   }
-  EndGeneration(members);
+  return true;
 }
 
 void Decider::EndGeneration(const std::vector<Member>& members) {
