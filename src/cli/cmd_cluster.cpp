@@ -124,12 +124,6 @@ void PrintStatus(const nlohmann::json& j) {
               j.value("idle_workers", 0));
 }
 
-int ExitCodeForState(const std::string& state) {
-  if (state == "SUCCEEDED") return kExitSuccess;
-  if (state == "STOPPED") return kExitStopped;
-  return kExitFailure;
-}
-
 }  // namespace
 
 int RunHeadCommand(const std::vector<std::string>& args) {
@@ -157,7 +151,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       continue;
     }
-    LOG_INFO("job {} ended: {}: {}", rec->job_id, rec->state, rec->reason);
+    LOG_INFO("job {} ended: {}: {}", rec->job_id, JobStateName(rec->state), rec->reason);
   }
   api.Stop();
   return kExitSuccess;
@@ -218,10 +212,10 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
     auto st = Call(url, "GET", "/api/v1/job");
     if (!st.ok()) continue;  // the head may be restarting
     if (st->value("job", "") != job) return FailCommand("submit", Status::Internal("the head now runs another job"));
-    const std::string state = st->value("state", "");
-    if (state == "SUCCEEDED" || state == "FAILED" || state == "STOPPED") {
-      std::printf("job %s %s: %s\n", job.c_str(), state.c_str(), st->value("reason", "").c_str());
-      return ExitCodeForState(state);
+    auto state = ParseJobState(st->value("state", ""));
+    if (state.ok() && IsTerminal(state.value())) {
+      std::printf("job %s %s: %s\n", job.c_str(), JobStateName(state.value()), st->value("reason", "").c_str());
+      return ExitCodeForJobState(state.value());
     }
   }
 }

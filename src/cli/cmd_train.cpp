@@ -125,7 +125,7 @@ int RunElastic(const TrainConfig& cfg) {
   controller.join();
   api.Stop();
   if (!end.ok()) return Fail(end.status());
-  const bool succeeded = record.ok() && record->state == "SUCCEEDED";  // a notice may come after the end
+  const bool succeeded = record.ok() && record->state == JobState::kSucceeded;  // a notice may come after the end
   if (end.value() == AgentEnd::kPreempted && !succeeded) {
     std::fprintf(stderr, "elastrain: preempted: the workers saved their state and left; run the same command to "
                          "resume\n");
@@ -133,7 +133,7 @@ int RunElastic(const TrainConfig& cfg) {
   }
   if (!record.ok()) return Fail(record.status());
   const JobRecord& r = record.value();
-  if (r.state == "SUCCEEDED") {
+  if (r.state == JobState::kSucceeded) {
     auto s = ReadSummary(spec->run_dir);
     if (!s.ok()) return Fail(s.status());
     PrintSummary(s.value());
@@ -142,12 +142,11 @@ int RunElastic(const TrainConfig& cfg) {
                 static_cast<long long>(cfg.max_failures), spec->run_dir.c_str());
     return kExitSuccess;
   }
-  if (r.state == "STOPPED") {
+  if (r.state == JobState::kStopped)
     std::fprintf(stderr, "elastrain: %s; run the same command to resume\n", r.reason.c_str());
-    return kExitStopped;
-  }
-  std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
-  return kExitFailure;
+  else
+    std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
+  return ExitCodeForJobState(r.state);
 }
 }  // namespace
 

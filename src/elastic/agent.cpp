@@ -592,7 +592,7 @@ Status Agent::Impl::SyncWithStore() {
     if (!st.ok()) return Status::Corruption(kv.key + ": " + st.message());
   }
   const bool terminal = record && record->job_id == (spec ? spec->job_id : "") &&
-                        ParseJobState(record->state).ok() && IsTerminal(ParseJobState(record->state).value());
+                        IsTerminal(record->state);
   if (spec && spec->job_id != job_id_ && !terminal && !preempting_) StartJob(*spec);
   if (!job_id_.empty() && (!spec || spec->job_id != job_id_ || terminal) && !job_over_) {
     LOG_INFO("agent {}: job {} is over; stopping its workers", opt_.id, job_id_);

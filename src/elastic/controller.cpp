@@ -175,8 +175,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     if (stop) return Status::Unavailable("controller stopped before a job was submitted");
     ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(*store_, keys::JobSpec()));
     ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobRecord> rec, ReadRecord<JobRecord>(*store_, keys::JobRecord()));
-    const bool done = spec && rec && rec->job_id == spec->job_id && ParseJobState(rec->state).ok() &&
-                      IsTerminal(ParseJobState(rec->state).value());
+    const bool done = spec && rec && rec->job_id == spec->job_id && IsTerminal(rec->state);
     if (spec && !done) {
       spec_ = *spec;
       record_ = rec && rec->job_id == spec->job_id ? *rec : JobRecord();
@@ -192,7 +191,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   ELASTRAIN_RETURN_IF_ERROR(events_.Open(spec_.run_dir + "/events.jsonl"));
   auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
   if (!cfg.ok()) {
-    record_.state = JobStateName(JobState::kFailed);
+    record_.state = JobState::kFailed;
     record_.reason = cfg.status().message();
     (void)store_->Put(keys::JobRecord(), ToJson(record_));
     return record_;
@@ -205,9 +204,9 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   SetLogLevel(cfg->log_level);
   AddLogFile(spec_.run_dir + "/controller.log");
   if (resumed) {
-    events_.Emit("controller_resumed", {{"source", "controller"}, {"job", spec_.job_id}, {"state", record_.state},
+    events_.Emit("controller_resumed", {{"source", "controller"}, {"job", spec_.job_id}, {"state", JobStateName(record_.state)},
                                         {"generation", record_.generation}, {"step", record_.step}});
-    LOG_INFO("controller: resuming job {} ({}, generation {}, step {})", spec_.job_id, record_.state,
+    LOG_INFO("controller: resuming job {} ({}, generation {}, step {})", spec_.job_id, JobStateName(record_.state),
              record_.generation, record_.step);
   } else {
     events_.Emit("job_submitted", {{"source", "controller"}, {"job", spec_.job_id}, {"run_dir", spec_.run_dir},
@@ -235,8 +234,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       continue;
     }
     if (!applied.value()) continue;
-    auto state = ParseJobState(record_.state);
-    if (state.ok() && IsTerminal(state.value())) {
+    if (IsTerminal(record_.state)) {
       (void)store_->DeletePrefix(keys::Rendezvous(spec_.job_id) + "/");
       return record_;
     }

@@ -61,7 +61,7 @@ class Decider {
  private:
   JobRecord& r() { return d_.record; }
   const JobRecord& r() const { return d_.record; }
-  JobState state() const { return ParseJobState(d_.record.state).value(); }
+  JobState state() const { return d_.record.state; }
   void Emit(const std::string& name, nlohmann::json f = nlohmann::json::object()) {
     f["source"] = "controller";
     d_.events.push_back({name, std::move(f)});
@@ -120,7 +120,7 @@ void Decider::Transition(JobState to, const std::string& reason) {
   const JobState from = state();
   r().reason = reason;
   if (from == to) return;
-  r().state = JobStateName(to);
+  r().state = to;
   if (IsTerminal(to)) r().ended_at = obs_.now;
   // Recovery spans: from the end of the last generation that trained to the first step
   // of the next, less the time spent waiting for resources in between.
@@ -546,7 +546,6 @@ void Decider::TryStart() {
 }
 
 Decision Decider::Run() {
-  if (!ParseJobState(r().state).ok()) r().state = JobStateName(JobState::kPending);
   if (IsTerminal(state())) {
     d_.shutdown = true;
     return d_;

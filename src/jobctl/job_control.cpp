@@ -23,10 +23,10 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   if (!current.ok()) return current.status();
   if (!spec_now.ok()) return spec_now.status();
   if (current.value() && spec_now.value() && current.value()->job_id == spec_now.value()->job_id) {
-    auto st = ParseJobState(current.value()->state);
-    if (st.ok() && !IsTerminal(st.value()))
+    if (!IsTerminal(current.value()->state))
       return Status::FailedPrecondition(fmt::format("job {} is {} in {}; stop it first (elastrain stop)",
-                                                    current.value()->job_id, current.value()->state, store.url()));
+                                                    current.value()->job_id, JobStateName(current.value()->state),
+                                                    store.url()));
   }
   // The global batch is part of the job, whatever the world size of each generation.
   cfg.global_batch_size = GlobalBatchSize(cfg);

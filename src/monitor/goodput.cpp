@@ -2,20 +2,21 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "monitor/json_fields.h"
+#include "wire/job_state.h"
 
 namespace elastrain {
 
 namespace {
 
-bool Terminal(const std::string& s) { return s == "SUCCEEDED" || s == "FAILED" || s == "STOPPED"; }
-
 struct StateSegment {
   double begin = 0, end = 0;
-  std::string state, next;  // next: the state that ended it ("" while it lasts)
+  JobState state = JobState::kPending;
+  std::optional<JobState> next;  // the state that ended it (none while it lasts)
   int64_t generation = -1;
 };
 
@@ -168,8 +169,8 @@ void Accountant::Train(const StateSegment& seg, double begin, GenerationSummary*
   // The tail after the last logged step: lost work when the generation failed, the
   // stop-step save when it was resized or stopped, the final eval when it succeeded.
   TimeCategory tail = TimeCategory::kProductive;
-  if (seg.next == "RECOVERING" || seg.next == "FAILED") tail = TimeCategory::kRedone;
-  if (seg.next == "RESIZING" || seg.next == "STOPPED") tail = TimeCategory::kCheckpoint;
+  if (seg.next == JobState::kRecovering || seg.next == JobState::kFailed) tail = TimeCategory::kRedone;
+  if (seg.next == JobState::kResizing || seg.next == JobState::kStopped) tail = TimeCategory::kCheckpoint;
   Add(t, end, tail, g);
 }
 
@@ -191,21 +192,23 @@ GoodputBreakdown Accountant::Run() {
   out_.end = std::max(start, now_);
 
   std::vector<StateSegment> segs;
-  StateSegment cur{start, 0, "PENDING", "", -1};
+  StateSegment cur{start, 0, JobState::kPending, std::nullopt, -1};
   for (const nlohmann::json& e : events_) {
     if (!e.is_object() || JsonString(e, "event") != "job_state") continue;
+    auto to = ParseJobState(JsonString(e, "to"));
+    if (!to.ok()) continue;  // not a state this version knows: the segment goes on
     const double t = std::max(JsonNumber(e, "time"), cur.begin);
     cur.end = t;
-    cur.next = JsonString(e, "to");
+    cur.next = to.value();
     segs.push_back(cur);
-    cur = {t, 0, cur.next, "", JsonInteger(e, "generation")};
-    if (Terminal(cur.state)) {
+    cur = {t, 0, to.value(), std::nullopt, JsonInteger(e, "generation")};
+    if (IsTerminal(cur.state)) {
       out_.finished = true;
       out_.end = t;
       break;
     }
   }
-  out_.state = cur.state;
+  out_.state = JobStateName(cur.state);
   if (!out_.finished) {
     cur.end = std::max(out_.end, cur.begin);
     out_.end = cur.end;
@@ -213,19 +216,19 @@ GoodputBreakdown Accountant::Run() {
   }
 
   for (const StateSegment& seg : segs) {
-    if (seg.state == "WAITING_FOR_RESOURCES") {
+    if (seg.state == JobState::kWaitingForResources) {
       Add(seg.begin, seg.end, TimeCategory::kWaiting, seg.generation);
       continue;
     }
-    if (seg.state != "RUNNING") {
+    if (seg.state != JobState::kRunning) {
       NotTraining(seg.begin, seg.end, seg.generation);
       continue;
     }
     GenerationSummary& gs = gens_[seg.generation];
     gs.generation = seg.generation;
     out_.worker_seconds += gs.world * (seg.end - seg.begin);
-    gs.ended = seg.next.empty() ? 0 : seg.end;
-    gs.ended_as = seg.next;
+    gs.ended = seg.next ? seg.end : 0;
+    gs.ended_as = seg.next ? JobStateName(*seg.next) : "";
     const double first = gs.first_step > 0 ? std::clamp(gs.first_step, seg.begin, seg.end) : seg.end;
     NotTraining(seg.begin, first, seg.generation);
     if (first < seg.end) Train(seg, first, &gs);

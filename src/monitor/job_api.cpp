@@ -40,7 +40,7 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
                      : nlohmann::json{{"steps", 0}, {"num_workers", ""}, {"max_failures", 0}, {"checkpoint_period", 0},
                                       {"cost_per_worker_hour", 0.0}, {"model_name", ""}});
   const JobRecord rec = v.cluster.record.value_or(JobRecord());
-  j["state"] = rec.state;
+  j["state"] = JobStateName(rec.state);
   j["reason"] = rec.reason;
   j["generation"] = rec.generation;
   j["world"] = rec.world;

@@ -6,6 +6,14 @@
 
 namespace elastrain {
 
+// Enums travel by name; an unknown name fails the whole record (named by Load).
+void to_json(nlohmann::json& j, JobState s) { j = JobStateName(s); }
+void from_json(const nlohmann::json& j, JobState& s) {
+  auto parsed = ParseJobState(j.get<std::string>());
+  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
+  s = parsed.value();
+}
+
 // Missing fields keep their defaults, so records written by an older or newer version
 // still load.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)

@@ -24,6 +24,7 @@
 
 #include "common/status.h"
 #include "store/store.h"
+#include "wire/job_state.h"
 #include "wire/stop_reason.h"
 
 namespace elastrain {
@@ -157,7 +158,7 @@ struct AgentCommand {
 // The controller's state, persisted after every decision (elastic/policy.h).
 struct JobRecord {
   std::string job_id;
-  std::string state = "PENDING";
+  JobState state = JobState::kPending;
   std::string reason;                  // why it is in `state`
   int64_t generation = -1;
   int world = 0;

@@ -181,7 +181,7 @@ Plan HandPlan(Cluster& c, int64_t gen, const std::vector<std::string>& ids) {
 JobRecord RunningRecord(const Plan& plan, double now) {
   JobRecord r;
   r.job_id = "job-1";
-  r.state = "RUNNING";
+  r.state = JobState::kRunning;
   r.generation = plan.generation;
   r.world = plan.world;
   r.started_at = now - 100;
@@ -257,7 +257,7 @@ TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
   }
   EXPECT_EQ(p.restore.kind, "checkpoint");
   EXPECT_EQ(p.restore.step, 0);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.generation, 0);
   EXPECT_EQ(d.record.world, 4);
   EXPECT_EQ(d.record.restarts, 0);
@@ -287,20 +287,20 @@ TEST(ElasticPolicyFirstGeneration, WaitsForStartingWorkersUntilTheStartupGrace) 
   const JobSettings s = Settings(2, 4);
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   EXPECT_FALSE(d.plan) << "2 of 4 still starting: wait";
-  EXPECT_EQ(d.record.state, "PENDING");
+  EXPECT_EQ(d.record.state, JobState::kPending);
   EXPECT_EQ(d.record.wait_since, kT0);
   EXPECT_FALSE(d.shutdown);
 
   d = Decide(d.record, c.Obs(kT0 + kStartupGraceSeconds - 0.5, std::nullopt), s);
   EXPECT_FALSE(d.plan) << "still within the startup grace";
-  EXPECT_EQ(d.record.state, "PENDING");
+  EXPECT_EQ(d.record.state, JobState::kPending);
   EXPECT_EQ(d.record.wait_since, kT0) << "the wait began at the first call";
 
   d = Decide(d.record, c.Obs(kT0 + kStartupGraceSeconds, std::nullopt), s);
   ASSERT_TRUE(d.plan) << "the grace is over: start with who is ready. " << Names(d);
   EXPECT_EQ(d.plan->world, 2);
   EXPECT_THAT(MemberIds(*d.plan), ElementsAre("a1-w0", "a1-w1"));
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.wait_since, 0);
 }
 
@@ -365,7 +365,7 @@ TEST(ElasticPolicyFailure, WaitsForSurvivorsThenRecoversFromTheNewestReplica) {
   const std::string desc = MarkExited(f.c, "a1-w0", "failure", kT0 + 1);
   Decision d = Decide(f.rec, f.c.Obs(kT0 + 2, f.plan), s);
   EXPECT_FALSE(d.plan) << "survivors are live: wait for them. " << Names(d);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.failures, 0) << "counted when the generation has ended";
   EXPECT_EQ(d.record.ending_since, kT0 + 2);
   EXPECT_TRUE(d.commands.empty());
@@ -403,7 +403,7 @@ TEST(ElasticPolicyFailure, WaitsForSurvivorsThenRecoversFromTheNewestReplica) {
   EXPECT_EQ(d.record.restarts, 1);
   EXPECT_EQ(d.record.generation, 1);
   EXPECT_EQ(d.record.world, 3);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.ending_since, 0);
   EXPECT_TRUE(d.record.noted.empty());
   EXPECT_EQ(d.record.host_failures["h1"].size(), 1u);
@@ -441,13 +441,13 @@ TEST(ElasticPolicyFailure, BudgetOfZeroFailsTheJobWithTheWholeStory) {
   s.max_failures = 0;
   const std::string desc = MarkExited(f.c, "a1-w0", "failure", kT0 + 1);
   Decision d = Decide(f.rec, f.c.Obs(kT0 + 2, f.plan), s);
-  EXPECT_EQ(d.record.state, "RUNNING") << "survivors still live";
+  EXPECT_EQ(d.record.state, JobState::kRunning) << "survivors still live";
   EXPECT_FALSE(d.shutdown);
   MarkIdle(f.c, "a1-w3", "failed", 7);
   MarkIdle(f.c, "a1-w2", "failed", 7);
   MarkIdle(f.c, "a1-w1", "failed", 7);
   d = Decide(d.record, f.c.Obs(kT0 + 3, f.plan), s);
-  EXPECT_EQ(d.record.state, "FAILED");
+  EXPECT_EQ(d.record.state, JobState::kFailed);
   EXPECT_TRUE(d.shutdown);
   EXPECT_FALSE(d.plan);
   EXPECT_EQ(d.record.failures, 1);
@@ -465,7 +465,7 @@ TEST(ElasticPolicyFailure, BudgetOfZeroFailsTheJobWithTheWholeStory) {
 
   // A terminal record stays as it is.
   const Decision again = Decide(d.record, f.c.Obs(kT0 + 10, f.plan), s);
-  EXPECT_EQ(again.record.state, "FAILED");
+  EXPECT_EQ(again.record.state, JobState::kFailed);
   EXPECT_TRUE(again.shutdown);
   EXPECT_FALSE(again.plan);
   EXPECT_TRUE(again.events.empty());
@@ -479,7 +479,7 @@ TEST(ElasticPolicyFailure, BudgetOfOneAllowsExactlyOneFailure) {
   for (const char* id : {"a1-w3", "a1-w2", "a1-w1"}) MarkIdle(f.c, id, "failed", 7);
   Decision d = Decide(f.rec, f.c.Obs(kT0 + 2, f.plan), s);
   ASSERT_TRUE(d.plan) << "failure 1 of max_failures=1 is allowed. " << Names(d);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_THAT(d.record.reason, HasSubstr("generation 1"));
   EXPECT_THAT(FindEvent(d, "job_state")->fields["reason"].get<std::string>(), HasSubstr("failure 1 of max_failures=1"));
   const Plan plan = *d.plan;
@@ -488,7 +488,7 @@ TEST(ElasticPolicyFailure, BudgetOfOneAllowsExactlyOneFailure) {
   MarkIdle(f.c, "a1-w2", "failed", 8);
   MarkIdle(f.c, "a1-w1", "failed", 8);
   d = Decide(d.record, f.c.Obs(kT0 + 5, plan), s);
-  EXPECT_EQ(d.record.state, "FAILED") << Names(d);
+  EXPECT_EQ(d.record.state, JobState::kFailed) << Names(d);
   EXPECT_EQ(d.record.failures, 2);
   EXPECT_TRUE(d.shutdown);
   EXPECT_THAT(d.record.reason, HasSubstr("max_failures=1, 2 failures"));
@@ -504,7 +504,7 @@ TEST(ElasticPolicyFailure, UnlimitedBudgetKeepsGoing) {
   const Decision d = Decide(f.rec, f.c.Obs(kT0 + 2, f.plan), s);
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_EQ(d.record.failures, 101);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
 }
 
 // ---- 4. Preemption ------------------------------------------------------------------------
@@ -526,7 +526,7 @@ TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
   MarkExited(c, "a2-w0", "preempted", kT0, "left after a preemption notice");
   Decision d = Decide(rec, c.Obs(kT0 + 1, plan), s);
   EXPECT_FALSE(d.plan);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(CountEvents(d, "worker_preempted"), 1) << Names(d);
 
   MarkIdle(c, "a1-w0", "stopped", 12, kStopPreemption);
@@ -539,7 +539,7 @@ TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
   EXPECT_EQ(d.plan->restore.step, 12);
   EXPECT_EQ(d.record.failures, 0);
   EXPECT_EQ(d.record.restarts, 1);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_THAT(Transitions(d), ElementsAre("RUNNING->RESIZING", "RESIZING->RUNNING"));
   const Event* resizing = FindEvent(d, "job_state");
   ASSERT_NE(resizing, nullptr);
@@ -653,7 +653,7 @@ TEST(ElasticPolicyHostLoss, AgentThatHasNotReportedYetIsNotLost) {
   const Decision d = Decide(RunningRecord(plan, kT0), o, Settings(1, 2));
   EXPECT_EQ(CountEvents(d, "host_lost"), 0) << Names(d);
   EXPECT_EQ(CountEvents(d, "worker_error"), 0) << Names(d);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.ending_since, 0);
   EXPECT_FALSE(d.plan);
 }
@@ -682,7 +682,7 @@ TEST(ElasticPolicyResources, WaitsBelowMinWorkersThenFailsAfterTheTimeout) {
   s.resource_wait_timeout = 300;
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   EXPECT_FALSE(d.plan);
-  EXPECT_EQ(d.record.state, "WAITING_FOR_RESOURCES");
+  EXPECT_EQ(d.record.state, JobState::kWaitingForResources);
   EXPECT_THAT(d.record.reason, HasSubstr("min_workers=3"));
   EXPECT_THAT(d.record.reason, HasSubstr("2 idle workers"));
   EXPECT_FALSE(d.shutdown);
@@ -690,12 +690,12 @@ TEST(ElasticPolicyResources, WaitsBelowMinWorkersThenFailsAfterTheTimeout) {
   EXPECT_THAT(Transitions(d), ElementsAre("PENDING->WAITING_FOR_RESOURCES"));
 
   d = Decide(d.record, c.Obs(kT0 + 299, std::nullopt), s);
-  EXPECT_EQ(d.record.state, "WAITING_FOR_RESOURCES");
+  EXPECT_EQ(d.record.state, JobState::kWaitingForResources);
   EXPECT_FALSE(d.shutdown);
   EXPECT_TRUE(Transitions(d).empty()) << "no new transition while waiting";
 
   d = Decide(d.record, c.Obs(kT0 + 301, std::nullopt), s);
-  EXPECT_EQ(d.record.state, "FAILED");
+  EXPECT_EQ(d.record.state, JobState::kFailed);
   EXPECT_TRUE(d.shutdown);
   EXPECT_FALSE(d.plan);
   EXPECT_THAT(d.record.reason, HasSubstr("resource_wait_timeout=300"));
@@ -710,13 +710,13 @@ TEST(ElasticPolicyResources, StartsWhenWorkersArriveWhileWaiting) {
   c.AddWorker("a1-w1", "a1");
   const JobSettings s = Settings(3, 4);
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
-  ASSERT_EQ(d.record.state, "WAITING_FOR_RESOURCES");
+  ASSERT_EQ(d.record.state, JobState::kWaitingForResources);
   c.AddAgent("a2", "h2", 1);
   c.AddWorker("a2-w0", "a2");
   d = Decide(d.record, c.Obs(kT0 + 200, std::nullopt), s);
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_EQ(d.plan->world, 3);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.wait_since, 0);
   EXPECT_THAT(Transitions(d), ElementsAre("WAITING_FOR_RESOURCES->RUNNING"));
 }
@@ -733,9 +733,9 @@ TEST(ElasticPolicyResources, EnoughSlotsButTooFewIdleIsNotWaitingForResources) {
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   d = Decide(d.record, c.Obs(kT0 + 60, std::nullopt), s);
   EXPECT_FALSE(d.plan);
-  EXPECT_EQ(d.record.state, "PENDING");
+  EXPECT_EQ(d.record.state, JobState::kPending);
   d = Decide(d.record, c.Obs(kT0 + 301, std::nullopt), s);
-  EXPECT_EQ(d.record.state, "FAILED");
+  EXPECT_EQ(d.record.state, JobState::kFailed);
   EXPECT_THAT(d.record.reason, HasSubstr("resource_wait_timeout"));
 }
 
@@ -763,7 +763,7 @@ TEST(ElasticPolicyScaleUp, AsksTheRunningGenerationToStopOnce) {
   EXPECT_EQ(d.stop->generation, 0);
   EXPECT_EQ(d.stop->reasons, kStopResize);
   EXPECT_EQ(d.record.resize_requested_gen, 0);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   ASSERT_EQ(CountEvents(d, "resize_requested"), 1) << Names(d);
   EXPECT_EQ(FindEvent(d, "resize_requested")->fields["target"], 4);
   EXPECT_EQ(FindEvent(d, "resize_requested")->fields["world"], 2);
@@ -852,7 +852,7 @@ struct Ended {
     MarkIdle(c, "a1-w0", "stopped", state_step, kStopResize);
     MarkIdle(c, "a1-w1", "stopped", state_step, kStopResize);
     rec = RunningRecord(plan, kT0 - 50);
-    rec.state = "RESIZING";
+    rec.state = JobState::kResizing;
     rec.latest_checkpoint_step = latest_checkpoint;
   }
 };
@@ -1063,7 +1063,7 @@ TEST(ElasticPolicyUserStop, StopsTheGenerationThenTheJob) {
   EXPECT_EQ(d.stop->generation, 0);
   EXPECT_EQ(d.stop->reasons, kStopUser);
   EXPECT_EQ(CountEvents(d, "stop_requested"), 1);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_FALSE(d.shutdown);
   EXPECT_FALSE(d.plan);
 
@@ -1076,7 +1076,7 @@ TEST(ElasticPolicyUserStop, StopsTheGenerationThenTheJob) {
   c.W("a1-w0").rec.step = 51;
   c.W("a1-w1").rec.step = 51;
   d = Decide(d.record, c.Obs(kT0 + 3, plan, true), s);
-  EXPECT_EQ(d.record.state, "STOPPED");
+  EXPECT_EQ(d.record.state, JobState::kStopped);
   EXPECT_TRUE(d.shutdown);
   EXPECT_FALSE(d.plan);
   EXPECT_EQ(d.record.failures, 0);
@@ -1091,10 +1091,10 @@ TEST(ElasticPolicyUserStop, StopBetweenGenerationsEndsTheJob) {
   c.AddAgent("a1", "h1", 1);
   c.AddWorker("a1-w0", "a1");
   JobRecord rec;
-  rec.state = "RECOVERING";
+  rec.state = JobState::kRecovering;
   rec.generation = 2;
   const Decision d = Decide(rec, c.Obs(kT0, std::nullopt, true), Settings(1, 1));
-  EXPECT_EQ(d.record.state, "STOPPED");
+  EXPECT_EQ(d.record.state, JobState::kStopped);
   EXPECT_TRUE(d.shutdown);
   EXPECT_FALSE(d.plan);
 }
@@ -1124,13 +1124,13 @@ TEST(ElasticPolicyCompletion, AllCompletedSucceeds) {
   // One done, the other still finishing its last step: wait.
   MarkIdle(c, "a1-w0", "completed", 100);
   Decision d = Decide(RunningRecord(plan, kT0), c.Obs(kT0 + 1, plan), s);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_FALSE(d.shutdown);
   EXPECT_EQ(d.record.ending_since, 0) << "a completed member does not end the generation";
 
   MarkIdle(c, "a1-w1", "completed", 100);
   d = Decide(d.record, c.Obs(kT0 + 2, plan), s);
-  EXPECT_EQ(d.record.state, "SUCCEEDED");
+  EXPECT_EQ(d.record.state, JobState::kSucceeded);
   EXPECT_TRUE(d.shutdown);
   EXPECT_FALSE(d.plan);
   EXPECT_EQ(d.record.step, 100);
@@ -1302,10 +1302,10 @@ TEST(ElasticPolicyMisc, MissingPlanIsPlannedAgain) {
   c.AddAgent("a1", "h1", 1);
   c.AddWorker("a1-w0", "a1");
   JobRecord rec;
-  rec.state = "RUNNING";
+  rec.state = JobState::kRunning;
   rec.generation = 4;
   Decision d = Decide(rec, c.Obs(kT0, std::nullopt), Settings(1, 1));
-  EXPECT_EQ(d.record.state, "RECOVERING");
+  EXPECT_EQ(d.record.state, JobState::kRecovering);
   EXPECT_THAT(d.record.reason, HasSubstr("generation 4"));
   d = Decide(d.record, c.Obs(kT0 + 1, std::nullopt), Settings(1, 1));
   ASSERT_TRUE(d.plan) << Names(d);
@@ -1313,15 +1313,21 @@ TEST(ElasticPolicyMisc, MissingPlanIsPlannedAgain) {
   EXPECT_EQ(d.record.failures, 0);
 }
 
-TEST(ElasticPolicyMisc, UnknownStateIsTreatedAsPending) {
-  Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddWorker("a1-w0", "a1");
+TEST(ElasticPolicyMisc, UnknownStateInTheStoreIsRefusedWhenRead) {
+  // A record whose state this version does not know (or a hostile one) is refused when
+  // read, naming the record and the states expected; the state travels by name.
   JobRecord rec;
-  rec.state = "BOGUS";
-  const Decision d = Decide(rec, c.Obs(kT0, std::nullopt), Settings(1, 1));
-  ASSERT_TRUE(d.plan) << Names(d);
-  EXPECT_EQ(d.record.state, "RUNNING");
+  Status st = FromJson(R"({"job_id":"j","state":"BOGUS"})", &rec);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("job state"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("BOGUS"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("WAITING_FOR_RESOURCES"), std::string::npos) << st.message();
+  EXPECT_FALSE(FromJson(R"({"job_id":"j","state":7})", &rec).ok());
+  rec.state = JobState::kWaitingForResources;
+  JobRecord back;
+  ASSERT_TRUE(FromJson(ToJson(rec), &back).ok());
+  EXPECT_EQ(back.state, JobState::kWaitingForResources);
+  EXPECT_NE(ToJson(rec).find(R"("state":"WAITING_FOR_RESOURCES")"), std::string::npos);
 }
 
 TEST(ElasticPolicyMisc, FirstStepIsNotedOnce) {

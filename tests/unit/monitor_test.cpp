@@ -53,6 +53,18 @@ struct FailureTimeline {
   }
 };
 
+TEST(Goodput, AStateThisVersionDoesNotKnowIsSkipped) {
+  // events.jsonl is read as hostile input: an unknown or non-string state changes nothing.
+  FailureTimeline f;
+  const GoodputBreakdown want = ComputeGoodput(f.events, f.metrics, /*now=*/1000);
+  f.events.insert(f.events.begin() + 2, State(102, "RUNNING", "EXPLODED", 0));
+  f.events.insert(f.events.begin() + 3, {{"time", 103.0}, {"event", "job_state"}, {"to", 42}});
+  const GoodputBreakdown g = ComputeGoodput(f.events, f.metrics, /*now=*/1000);
+  EXPECT_EQ(g.state, "SUCCEEDED");
+  EXPECT_DOUBLE_EQ(g.total(), want.total());
+  EXPECT_EQ(g.generations.size(), want.generations.size());
+}
+
 TEST(Goodput, CategoriesOfAFailureWaitAndRedoneSteps) {
   FailureTimeline f;
   const GoodputBreakdown g = ComputeGoodput(f.events, f.metrics, /*now=*/1000);
