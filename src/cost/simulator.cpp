@@ -41,113 +41,146 @@ double Percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-SimTrial SimulateTrial(const SimJob& job, const PreemptionModel& failures, const std::vector<PreemptionEvent>& trace,
-                       std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  auto exponential = [&](double mean) { return -mean * std::log1p(-uniform(rng)); };
-  TrialState s;
-  s.world = job.hosts;
-  size_t next_trace = 0;
-  const double usd_per_host_second = job.usd_per_host_hour / 3600.0;
-  const double give_up = kMaxSimulatedFactor * std::max(job.work_seconds, 1.0);
+namespace {
 
-  auto start_work = [&] {
-    s.phase = Phase::kWork;
-    s.segment_done = 0;
-  };
-  auto enter = [&](Phase p, double seconds) {
-    s.phase = p;
-    s.phase_left = seconds;
-  };
-  auto after_detect = [&] {
-    s.world += s.ready;
-    s.ready = 0;
-    if (s.world >= job.min_hosts && s.world > 0) enter(Phase::kRestart, job.restart_seconds);
-    else enter(Phase::kWait, kInf);
-  };
+// One trial as a discrete-event simulation: from each state, the time to the next event
+// (the phase's end, an interruption, a host's return), then that event.
+class Trial {
+ public:
+  Trial(const SimJob& job, const PreemptionModel& failures, const std::vector<PreemptionEvent>& trace,
+        std::mt19937_64& rng)
+      : job_(job), failures_(failures), trace_(trace), rng_(rng),
+        usd_per_host_second_(job.usd_per_host_hour / 3600.0),
+        give_up_(kMaxSimulatedFactor * std::max(job.work_seconds, 1.0)) {
+    s_.world = job.hosts;
+  }
 
-  while (true) {
-    const double speed = static_cast<double>(s.world) / job.hosts;  // work per second while computing
-    double phase_end = s.phase_left;
-    bool finishes_work = false;  // kWork ends with the last of the work (not at tau)
-    if (s.phase == Phase::kWork) {
-      const double to_checkpoint = job.interval_seconds - s.segment_done;
-      const double to_finish = (job.work_seconds - s.work) / speed;
-      finishes_work = to_finish <= to_checkpoint;
-      phase_end = std::min(to_checkpoint, to_finish);
-    }
-    // The next interruption: memoryless, so drawn afresh at every event.
-    double to_failure = kInf;
-    if (!trace.empty()) {
-      if (next_trace < trace.size()) to_failure = std::max(trace[next_trace].time_seconds - s.t, 0.0);
-    } else if (s.world > 0) {
-      to_failure = exponential(failures.host_mtti_seconds / s.world);
-    }
-    const double to_arrival = s.arrivals.empty() ? kInf : s.arrivals.top() - s.t;
-    const double dt = std::min({phase_end, to_failure, to_arrival});
-    if (s.t + dt > give_up || !std::isfinite(dt)) {
-      s.cost += (s.world + s.ready) * usd_per_host_second * (give_up - s.t);
-      return {give_up, s.cost, s.interruptions, false};
-    }
-    s.t += dt;
-    s.cost += (s.world + s.ready) * usd_per_host_second * dt;
-    if (s.phase == Phase::kWork) {
-      s.work = std::min(job.work_seconds, s.work + speed * dt);
-      s.segment_done += dt;
-    } else {
-      s.phase_left -= dt;
-    }
-
-    if (dt == to_failure) {
-      int lost = !trace.empty() ? trace[next_trace++].hosts_lost : HostsLostFor(failures.loss_sizes, uniform(rng));
-      lost = std::min(lost, s.world);
-      if (lost == 0) continue;  // a trace event with nothing left to take
-      ++s.interruptions;
-      s.world -= lost;
-      if (failures.replacement_seconds <= 0) s.world += lost;  // replaced at once
-      else
-        for (int i = 0; i < lost; ++i) s.arrivals.push(s.t + exponential(failures.replacement_seconds));
-      s.work = s.saved;  // everything since the last checkpoint is redone
-      enter(Phase::kDetect, job.detection_seconds);
-      continue;
-    }
-    if (dt == to_arrival) {
-      s.arrivals.pop();
-      if (s.phase == Phase::kWait) {
-        ++s.world;
-        if (s.world >= job.min_hosts) enter(Phase::kRestart, job.restart_seconds);
-      } else {
-        ++s.ready;
+  SimTrial Run() {
+    while (true) {
+      const double speed = static_cast<double>(s_.world) / job_.hosts;  // work per second while computing
+      bool finishes_work = false;  // kWork ends with the last of the work (not at tau)
+      const double phase_end = PhaseEnd(speed, &finishes_work);
+      const double to_failure = ToFailure();
+      const double to_arrival = s_.arrivals.empty() ? kInf : s_.arrivals.top() - s_.t;
+      const double dt = std::min({phase_end, to_failure, to_arrival});
+      if (s_.t + dt > give_up_ || !std::isfinite(dt)) {
+        s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * (give_up_ - s_.t);
+        return {give_up_, s_.cost, s_.interruptions, false};
       }
-      continue;
+      Advance(dt, speed);
+      if (dt == to_failure) OnInterruption();
+      else if (dt == to_arrival) OnArrival();
+      else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, true};
     }
-    // The phase ended.
-    switch (s.phase) {
+  }
+
+ private:
+  double Uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng_); }
+  double Exponential(double mean) { return -mean * std::log1p(-Uniform()); }
+  void Enter(Phase p, double seconds) {
+    s_.phase = p;
+    s_.phase_left = seconds;
+  }
+  void StartWork() {
+    s_.phase = Phase::kWork;
+    s_.segment_done = 0;
+  }
+
+  double PhaseEnd(double speed, bool* finishes_work) const {
+    if (s_.phase != Phase::kWork) return s_.phase_left;
+    const double to_checkpoint = job_.interval_seconds - s_.segment_done;
+    const double to_finish = (job_.work_seconds - s_.work) / speed;
+    *finishes_work = to_finish <= to_checkpoint;
+    return std::min(to_checkpoint, to_finish);
+  }
+
+  // The next interruption: memoryless, so drawn afresh at every event.
+  double ToFailure() {
+    if (!trace_.empty()) return next_trace_ < trace_.size() ? std::max(trace_[next_trace_].time_seconds - s_.t, 0.0) : kInf;
+    return s_.world > 0 ? Exponential(failures_.host_mtti_seconds / s_.world) : kInf;
+  }
+
+  void Advance(double dt, double speed) {
+    s_.t += dt;
+    s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * dt;
+    if (s_.phase == Phase::kWork) {
+      s_.work = std::min(job_.work_seconds, s_.work + speed * dt);
+      s_.segment_done += dt;
+    } else {
+      s_.phase_left -= dt;
+    }
+  }
+
+  void OnInterruption() {
+    int lost = !trace_.empty() ? trace_[next_trace_++].hosts_lost : HostsLostFor(failures_.loss_sizes, Uniform());
+    lost = std::min(lost, s_.world);
+    if (lost == 0) return;  // a trace event with nothing left to take
+    ++s_.interruptions;
+    s_.world -= lost;
+    if (failures_.replacement_seconds <= 0) s_.world += lost;  // replaced at once
+    else
+      for (int i = 0; i < lost; ++i) s_.arrivals.push(s_.t + Exponential(failures_.replacement_seconds));
+    s_.work = s_.saved;  // everything since the last checkpoint is redone
+    Enter(Phase::kDetect, job_.detection_seconds);
+  }
+
+  void OnArrival() {
+    s_.arrivals.pop();
+    if (s_.phase != Phase::kWait) {
+      ++s_.ready;
+      return;
+    }
+    ++s_.world;
+    if (s_.world >= job_.min_hosts) Enter(Phase::kRestart, job_.restart_seconds);
+  }
+
+  // The current phase ran out. True when that finished the job (its last checkpoint).
+  bool PhaseEnded(bool finishes_work) {
+    switch (s_.phase) {
       case Phase::kWork:
-        if (finishes_work) s.work = job.work_seconds;  // no rounding left over
-        enter(Phase::kCheckpoint, job.checkpoint_seconds);
+        if (finishes_work) s_.work = job_.work_seconds;  // no rounding left over
+        Enter(Phase::kCheckpoint, job_.checkpoint_seconds);
         break;
       case Phase::kCheckpoint:
-        s.saved = s.work;
-        if (s.work >= job.work_seconds) return {s.t, s.cost, s.interruptions, true};
-        if (s.ready > 0) {
-          s.world += s.ready;
-          s.ready = 0;
-          enter(Phase::kRestart, job.resize_seconds);
+        s_.saved = s_.work;
+        if (s_.work >= job_.work_seconds) return true;
+        if (s_.ready > 0) {
+          s_.world += s_.ready;
+          s_.ready = 0;
+          Enter(Phase::kRestart, job_.resize_seconds);
         } else {
-          start_work();
+          StartWork();
         }
         break;
       case Phase::kDetect:
-        after_detect();
+        s_.world += s_.ready;
+        s_.ready = 0;
+        if (s_.world >= job_.min_hosts && s_.world > 0) Enter(Phase::kRestart, job_.restart_seconds);
+        else Enter(Phase::kWait, kInf);
         break;
       case Phase::kRestart:
-        start_work();
+        StartWork();
         break;
       case Phase::kWait:
         break;  // only an arrival ends a wait
     }
+    return false;
   }
+
+  const SimJob& job_;
+  const PreemptionModel& failures_;
+  const std::vector<PreemptionEvent>& trace_;
+  std::mt19937_64& rng_;
+  const double usd_per_host_second_, give_up_;
+  TrialState s_;
+  size_t next_trace_ = 0;
+};
+
+}  // namespace
+
+SimTrial SimulateTrial(const SimJob& job, const PreemptionModel& failures, const std::vector<PreemptionEvent>& trace,
+                       std::mt19937_64& rng) {
+  return Trial(job, failures, trace, rng).Run();
 }
 
 Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
