@@ -144,47 +144,48 @@ Status CheckTensorDivides(const ModelConfig& m, int64_t tensor, const std::strin
   return Status::OK();
 }
 
-Result<Mesh> ResolveMesh(int world_size, int64_t ici_data, int64_t ici_fsdp, int64_t ici_tensor,
-                         const ModelConfig& m, const AutoMeshBudget& budget) {
-  if (world_size < 1)
-    return Status::InvalidArgument(fmt::format("num_workers={}: expected a positive integer", world_size));
-  const std::array<int64_t, 3> given = {ici_data, ici_fsdp, ici_tensor};
-  int fill = -1;  // index of the -1 axis
-  bool any_given = false;
+namespace {
+
+// The automatic rule (docs/parallelism.md): tensor = 1; data parallel when the whole
+// replicated state fits a worker's budget, else FSDP over every worker.
+Mesh AutoMesh(int world_size, const ModelConfig& m, const AutoMeshBudget& budget) {
+  if (world_size == 1) {
+    Mesh mesh(1, 1, 1);
+    mesh.origin = "auto: a single worker";
+    return mesh;
+  }
+  const MemoryEstimate e = EstimateTrainingMemory(m, budget.batch_rows, budget.seq_len, budget.remat_full);
+  const double limit = kAutoMeshMemoryFraction * static_cast<double>(budget.memory_bytes_per_worker);
+  const bool fits = static_cast<double>(e.total()) <= limit;
+  Mesh mesh = fits ? Mesh(world_size, 1, 1) : Mesh(1, world_size, 1);
+  mesh.origin = fmt::format(
+      "auto (all ici_*_parallelism 0): replicated state {} (params+grads+AdamW+activations) {} {:.0f}% of {} "
+      "per worker -> {}",
+      GiB(e.total()), fits ? "fits" : "exceeds", 100 * kAutoMeshMemoryFraction, GiB(budget.memory_bytes_per_worker),
+      fits ? "data parallel" : "FSDP");
+  return mesh;
+}
+
+// The given axes (0: not given, -1: fill) checked; `*fill` is the -1 axis or -1.
+Status CheckGivenAxes(const std::array<int64_t, 3>& given, int* fill) {
+  *fill = -1;
   for (int i = 0; i < 3; ++i) {
     const char* key = MeshAxisConfigKey(kAxes[i]);
     if (given[i] < -1)
       return Status::InvalidArgument(fmt::format(
           "{}={}: expected a positive integer, 0 (not given) or -1 (fill with the workers left)", key, given[i]));
-    if (given[i] == -1) {
-      if (fill >= 0)
-        return Status::InvalidArgument(fmt::format("{}=-1 and {}=-1: at most one mesh axis may be -1 (fill)",
-                                                   MeshAxisConfigKey(kAxes[fill]), key));
-      fill = i;
-    }
-    if (given[i] != 0) any_given = true;
+    if (given[i] != -1) continue;
+    if (*fill >= 0)
+      return Status::InvalidArgument(fmt::format("{}=-1 and {}=-1: at most one mesh axis may be -1 (fill)",
+                                                 MeshAxisConfigKey(kAxes[*fill]), key));
+    *fill = i;
   }
+  return Status::OK();
+}
 
-  if (!any_given) {
-    // The automatic rule (docs/parallelism.md): tensor = 1; data parallel when the whole
-    // replicated state fits a worker's budget, else FSDP over every worker.
-    if (world_size == 1) {
-      Mesh mesh(1, 1, 1);
-      mesh.origin = "auto: a single worker";
-      return mesh;
-    }
-    const MemoryEstimate e = EstimateTrainingMemory(m, budget.batch_rows, budget.seq_len, budget.remat_full);
-    const double limit = kAutoMeshMemoryFraction * static_cast<double>(budget.memory_bytes_per_worker);
-    const bool fits = static_cast<double>(e.total()) <= limit;
-    Mesh mesh = fits ? Mesh(world_size, 1, 1) : Mesh(1, world_size, 1);
-    mesh.origin = fmt::format(
-        "auto (all ici_*_parallelism 0): replicated state {} (params+grads+AdamW+activations) {} {:.0f}% of {} "
-        "per worker -> {}",
-        GiB(e.total()), fits ? "fits" : "exceeds", 100 * kAutoMeshMemoryFraction,
-        GiB(budget.memory_bytes_per_worker), fits ? "data parallel" : "FSDP");
-    return mesh;
-  }
-
+// An explicit mesh: axes not given are 1, the -1 axis takes the workers left, and the
+// product must be the world size.
+Result<Mesh> ExplicitMesh(int world_size, const std::array<int64_t, 3>& given, int fill, const ModelConfig& m) {
   std::array<int64_t, 3> axes{};
   int64_t known = 1;
   for (int i = 0; i < 3; ++i) {
@@ -207,9 +208,8 @@ Result<Mesh> ResolveMesh(int world_size, int64_t ici_data, int64_t ici_fsdp, int
   if (fill >= 0) {
     const char* key = MeshAxisConfigKey(kAxes[fill]);
     if (world_size % known != 0)
-      return Status::InvalidArgument(fmt::format(
-          "{}=-1 cannot be filled: num_workers={} is not divisible by {} = {}", key, world_size,
-          product_text(true), known));
+      return Status::InvalidArgument(fmt::format("{}=-1 cannot be filled: num_workers={} is not divisible by {} = {}",
+                                                 key, world_size, product_text(true), known));
     axes[fill] = world_size / known;
     origin += fmt::format("; {}=-1 filled as {}", key, axes[fill]);
   }
@@ -219,13 +219,25 @@ Result<Mesh> ResolveMesh(int world_size, int64_t ici_data, int64_t ici_fsdp, int
         "{} = {} != num_workers={}: the mesh axes must multiply to the number of workers (hint: set one axis "
         "to -1 to fill with the workers left)",
         product_text(false), product, world_size));
-  const std::string tensor_how =
-      fill == 2 ? fmt::format("ici_tensor_parallelism=-1 (filled as {})", axes[2])
-                : fmt::format("ici_tensor_parallelism={}", axes[2]);
+  const std::string tensor_how = fill == 2 ? fmt::format("ici_tensor_parallelism=-1 (filled as {})", axes[2])
+                                           : fmt::format("ici_tensor_parallelism={}", axes[2]);
   ELASTRAIN_RETURN_IF_ERROR(CheckTensorDivides(m, axes[2], tensor_how));
   Mesh mesh(static_cast<int>(axes[0]), static_cast<int>(axes[1]), static_cast<int>(axes[2]));
   mesh.origin = origin;
   return mesh;
+}
+
+}  // namespace
+
+Result<Mesh> ResolveMesh(int world_size, int64_t ici_data, int64_t ici_fsdp, int64_t ici_tensor,
+                         const ModelConfig& m, const AutoMeshBudget& budget) {
+  if (world_size < 1)
+    return Status::InvalidArgument(fmt::format("num_workers={}: expected a positive integer", world_size));
+  const std::array<int64_t, 3> given = {ici_data, ici_fsdp, ici_tensor};
+  int fill = -1;  // index of the -1 axis
+  ELASTRAIN_RETURN_IF_ERROR(CheckGivenAxes(given, &fill));
+  if (given == std::array<int64_t, 3>{0, 0, 0}) return AutoMesh(world_size, m, budget);
+  return ExplicitMesh(world_size, given, fill, m);
 }
 
 }  // namespace elastrain
