@@ -500,7 +500,7 @@ void Agent::Impl::ApplyPlan(const Plan& plan) {
                              {{"kind", plan.restore.kind},
                               {"source_rank", plan.restore.source_rank},
                               {"step", plan.restore.step}}},
-                            {"rendezvous", plan.rendezvous},
+                            {"rendezvous", plan.rendezvous.ToString()},
                             {"inject_failure", plan.inject_failure},
                             {"failures", plan.failures},
                             {"job_started_at", plan.job_started_at},

@@ -132,9 +132,9 @@ Result<Observation> Controller::Impl::Observe(int64_t* plan_revision) {
 void Controller::Impl::CleanUpRendezvous(int64_t below) {
   // Keys of generations that are over would only accumulate.
   for (int64_t g = std::max<int64_t>(0, below - 3); g < below; ++g) {
-    if (settings_.rendezvous.rfind("file:", 0) == 0) {
+    if (settings_.rendezvous.kind == RendezvousAddress::Kind::kFile) {
       std::error_code ec;
-      fs::remove_all(fs::path(settings_.rendezvous.substr(5)) / "gen" / std::to_string(g), ec);
+      fs::remove_all(fs::path(settings_.rendezvous.dir) / "gen" / std::to_string(g), ec);
     } else {
       (void)store_->DeletePrefix(fmt::format("{}/gen/{}/", keys::Rendezvous(spec_.job_id), g));
     }
@@ -196,9 +196,10 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     (void)store_->Put(keys::JobRecord(), ToJson(record_));
     return record_;
   }
-  const std::string rendezvous =
-      store_->url().rfind("etcd://", 0) == 0 ? fmt::format("{}/{}", store_->url(), keys::Rendezvous(spec_.job_id))
-                                             : fmt::format("file:{}/rendezvous/{}", spec_.run_dir, spec_.job_id);
+  const RendezvousAddress rendezvous =
+      store_->url().rfind("etcd://", 0) == 0
+          ? RendezvousAddress::Etcd(store_->url(), keys::Rendezvous(spec_.job_id))
+          : RendezvousAddress::File(fmt::format("{}/rendezvous/{}", spec_.run_dir, spec_.job_id));
   settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);
   // One line per event, at the job's log_level, beside events.jsonl.
   SetLogLevel(cfg->log_level);

@@ -11,7 +11,8 @@
 
 namespace elastrain {
 
-JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id, const std::string& rendezvous) {
+JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id,
+                               const RendezvousAddress& rendezvous) {
   JobSettings s;
   s.job_id = job_id;
   s.min_workers = static_cast<int>(cfg.min_workers);

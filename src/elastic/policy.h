@@ -56,12 +56,13 @@ struct JobSettings {
   int64_t host_failure_threshold = 2;
   double host_cooldown_seconds = 300;
   int64_t fail_at_step = 0;
-  std::string rendezvous;  // copied into every plan
+  RendezvousAddress rendezvous;  // copied into every plan
   // The mesh for a world size, or an error when that size cannot run (a tensor degree
   // that does not divide, an axis that does not fill).
   std::function<Result<Mesh>(int world)> mesh_for;
 };
-JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id, const std::string& rendezvous);
+JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id,
+                               const RendezvousAddress& rendezvous);
 
 // A worker as the store shows it, with where it runs.
 struct ObservedWorker {

@@ -13,6 +13,12 @@ void from_json(const nlohmann::json& j, JobState& s) {
   if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
   s = parsed.value();
 }
+void to_json(nlohmann::json& j, const RendezvousAddress& a) { j = a.ToString(); }
+void from_json(const nlohmann::json& j, RendezvousAddress& a) {
+  auto parsed = RendezvousAddress::Parse(j.get<std::string>());
+  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
+  a = parsed.value();
+}
 
 // Missing fields keep their defaults, so records written by an older or newer version
 // still load.

@@ -25,6 +25,7 @@
 #include "common/status.h"
 #include "store/store.h"
 #include "wire/job_state.h"
+#include "wire/rendezvous.h"
 #include "wire/stop_reason.h"
 
 namespace elastrain {
@@ -123,7 +124,7 @@ struct Plan {
   int data = 1, fsdp = 1, tensor = 1;  // the mesh
   std::vector<PlanMember> members;     // by rank
   RestorePlan restore;
-  std::string rendezvous;              // "file:<dir>" or "etcd://host:port/<prefix>"
+  RendezvousAddress rendezvous;        // on the wire "file:<dir>" or "etcd://host:port/<prefix>"
   bool inject_failure = false;         // fail_at_step armed for this generation
   double created_at = 0;
   // What checkpoint_period=auto estimates the MTTI from (JobRecord's failures and

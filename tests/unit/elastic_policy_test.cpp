@@ -43,7 +43,7 @@ JobSettings Settings(int min_workers, int max_workers) {
   s.host_failure_threshold = 2;
   s.host_cooldown_seconds = 300;
   s.fail_at_step = 0;
-  s.rendezvous = "file:/tmp/rdzv";
+  s.rendezvous = RendezvousAddress::File("/tmp/rdzv");
   // Any world size: pure data parallelism.
   s.mesh_for = [](int world) -> Result<Mesh> { return Mesh(world, 1, 1); };
   return s;
@@ -169,7 +169,7 @@ Plan HandPlan(Cluster& c, int64_t gen, const std::vector<std::string>& ids) {
   p.generation = gen;
   p.world = static_cast<int>(ids.size());
   p.data = p.world;
-  p.rendezvous = "file:/tmp/rdzv";
+  p.rendezvous = RendezvousAddress::File("/tmp/rdzv");
   for (size_t i = 0; i < ids.size(); ++i) {
     const ObservedWorker& w = c.W(ids[i]);
     p.members.push_back({static_cast<int>(i), w.rec.id, w.agent, w.host, w.rec.pid});
@@ -245,7 +245,7 @@ TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
   EXPECT_EQ(p.fsdp, 1);
   EXPECT_EQ(p.tensor, 1);
   EXPECT_EQ(p.job_id, "job-1");
-  EXPECT_EQ(p.rendezvous, "file:/tmp/rdzv");
+  EXPECT_EQ(p.rendezvous.ToString(), "file:/tmp/rdzv");
   EXPECT_EQ(p.created_at, kT0);
   EXPECT_FALSE(p.inject_failure);
   EXPECT_THAT(MemberIds(p), ElementsAre("a1-w0", "a1-w1", "a1-w2", "a1-w3"));
