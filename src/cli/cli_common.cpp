@@ -22,6 +22,19 @@ int ExitCodeFor(const Status& st) {
   }
 }
 
+int ExitCodeForJobState(JobState state) {
+  switch (state) {
+    case JobState::kSucceeded: return kExitSuccess;
+    case JobState::kStopped: return kExitStopped;
+    default: return kExitFailure;
+  }
+}
+
+int ExitCodeForJobState(const std::string& state_name) {
+  auto state = ParseJobState(state_name);
+  return state.ok() ? ExitCodeForJobState(state.value()) : kExitFailure;
+}
+
 int FailCommand(const std::string& command, const Status& st) {
   std::fprintf(stderr, "elastrain%s%s: error: %s\n", command.empty() ? "" : " ", command.c_str(),
                st.message().c_str());

@@ -10,10 +10,17 @@
 
 #include "common/status.h"
 #include "config/config.h"
+#include "wire/job_state.h"
 
 namespace elastrain {
 
 int ExitCodeFor(const Status& st);
+// The exit code of a command that ran or waited for a job to its end (wire/exit_codes.h):
+// 0 SUCCEEDED, 4 STOPPED (the same command resumes it), 1 FAILED or anything else.
+int ExitCodeForJobState(JobState state);
+// The same for a state's name ("SUCCEEDED", ...); a name that is no state is a failure.
+int ExitCodeForJobState(const std::string& state_name);
+
 // Prints "elastrain <command>: error: <message>" and returns ExitCodeFor(st).
 int FailCommand(const std::string& command, const Status& st);
 

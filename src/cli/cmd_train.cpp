@@ -1,6 +1,4 @@
 // `elastrain train [CONFIG.yml] [key=value ...]` and the internal `elastrain worker`.
-#include <signal.h>
-
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -115,12 +113,12 @@ int RunElastic(const TrainConfig& cfg) {
   ao.slots = static_cast<int>(cfg.max_workers);
   ao.exit_when_job_ends = true;
   Agent agent(store, ao);
-  SetTerminationHandler([&agent](int) {  // on the signal thread (common/signals.h)
-    agent.Preempt();
-    SetSignalHandler(SIGINT, nullptr);  // a second Ctrl-C ends the process at once
-  });
-  auto end = agent.Run();
-  SetTerminationHandler([](int) {});  // a notice after the end: nothing to save
+  Result<AgentEnd> end = Status::Internal("the agent did not run");
+  {
+    // On the signal thread (common/signals.h); a second signal ends the process at once.
+    TerminationNotice notice([&agent](int) { agent.Preempt(); }, TerminationNotice::Repeat::kSecondSignalKills);
+    end = agent.Run();
+  }  // a notice after the end: nothing to save
   if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
   controller.join();
   api.Stop();
@@ -142,12 +140,9 @@ int RunElastic(const TrainConfig& cfg) {
                 static_cast<long long>(cfg.max_failures), spec->run_dir.c_str());
     return kExitSuccess;
   }
-  if (r.state == "STOPPED") {
-    std::fprintf(stderr, "elastrain: %s; run the same command to resume\n", r.reason.c_str());
-    return kExitStopped;
-  }
-  std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
-  return kExitFailure;
+  if (r.state == "STOPPED") std::fprintf(stderr, "elastrain: %s; run the same command to resume\n", r.reason.c_str());
+  else std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
+  return ExitCodeForJobState(r.state);
 }
 }  // namespace
 
