@@ -32,6 +32,10 @@ std::string FormatBytes(int64_t bytes);
 // once as a warning.
 Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
 
+// `[CONFIG.yml] [key=value ...]` as train, plan and submit take them, as one CLI11
+// positional named "config"; the footer points at configs/base.yml for the keys.
+void AddConfigArgs(CLI::App& app, std::vector<std::string>* config_args);
+
 // Parses argv with CLI11; returns -1 to go on, else the exit code (0 after --help, 2
 // with one line on stderr for bad usage).
 int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args);

@@ -188,7 +188,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   std::vector<std::string> config_args;
   app.add_option("--head", head, std::string("the head's URL (default ") + kDefaultHead + ")");
   app.add_flag("--wait", wait, "wait for the job to end; exit with its outcome (0, 1, or 4 if stopped)");
-  app.add_option("config", config_args, "[CONFIG.yml] [key=value ...] as for elastrain train");
+  AddConfigArgs(app, &config_args);
   if (int rc = ParseArgs(app, "submit", args); rc >= 0) return rc;
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());

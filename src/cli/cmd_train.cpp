@@ -1,4 +1,5 @@
 // `elastrain train [CONFIG.yml] [key=value ...]` and the internal `elastrain worker`.
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -147,13 +148,11 @@ int RunElastic(const TrainConfig& cfg) {
 }  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "-h" || a == "--help") {
-      std::printf("usage: elastrain train [CONFIG.yml] [key=value ...]\n"
-                  "Every key, its default and meaning: configs/base.yml\n");
-      return 0;
-    }
-  auto cfg = LoadConfigFromArgs(args);
+  CLI::App app{"elastrain train: train a model (one process, or elastic workers under an embedded controller)"};
+  std::vector<std::string> config_args;
+  AddConfigArgs(app, &config_args);
+  if (int rc = ParseArgs(app, "train", args); rc >= 0) return rc;
+  auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return Fail(cfg.status());
   SetLogLevel(cfg->log_level);
   // An impossible mesh fails here, before any process starts.
@@ -167,9 +166,12 @@ int RunTrainCommand(const std::vector<std::string>& args) {
 }
 
 int RunWorkerCommand(const std::vector<std::string>& args) {
-  if (args.size() != 2 || args[0] != "--channel-fd")
-    return Fail(Status::InvalidArgument("worker: expected --channel-fd N (this command is started by an agent)"));
-  return RunWorkerProcess(std::stoi(args[1]));
+  CLI::App app{"elastrain worker: one worker process (started by an agent, not by hand)"};
+  int channel_fd = -1;
+  app.add_option("--channel-fd", channel_fd, "the agent's end of the channel (elastic/channel.h)")
+      ->required();
+  if (int rc = ParseArgs(app, "worker", args); rc >= 0) return rc;
+  return RunWorkerProcess(channel_fd);
 }
 
 }  // namespace elastrain
