@@ -22,6 +22,14 @@ int ExitCodeFor(const Status& st) {
   }
 }
 
+int ExitCodeForJobState(JobState state) {
+  switch (state) {
+    case JobState::kSucceeded: return kExitSuccess;
+    case JobState::kStopped: return kExitStopped;
+    default: return kExitFailure;
+  }
+}
+
 int FailCommand(const std::string& command, const Status& st) {
   std::fprintf(stderr, "elastrain%s%s: error: %s\n", command.empty() ? "" : " ", command.c_str(),
                st.message().c_str());
@@ -53,7 +61,13 @@ Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
   return cfg;
 }
 
+void AddConfigArgs(CLI::App& app, std::vector<std::string>* config_args) {
+  app.add_option("config", *config_args, "[CONFIG.yml] [key=value ...]: a config file, then overrides");
+  app.footer("Every key, its default and meaning: configs/base.yml");
+}
+
 int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args) {
+  app.name("elastrain " + name);  // the "Usage:" line of --help
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector in reverse order
   try {
     app.parse(args);

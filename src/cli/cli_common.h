@@ -10,10 +10,15 @@
 
 #include "common/status.h"
 #include "config/config.h"
+#include "wire/job_state.h"
 
 namespace elastrain {
 
 int ExitCodeFor(const Status& st);
+// The exit code of a command that ran or waited for a job to its end (wire/exit_codes.h):
+// 0 SUCCEEDED, 4 STOPPED (the same command resumes it), 1 FAILED or anything else.
+int ExitCodeForJobState(JobState state);
+
 // Prints "elastrain <command>: error: <message>" and returns ExitCodeFor(st).
 int FailCommand(const std::string& command, const Status& st);
 
@@ -24,6 +29,10 @@ std::string FormatBytes(int64_t bytes);
 // config file unless it contains '='. MaxText keys that elastrain ignores are logged
 // once as a warning.
 Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args);
+
+// `[CONFIG.yml] [key=value ...]` as train, plan and submit take them, as one CLI11
+// positional named "config"; the footer points at configs/base.yml for the keys.
+void AddConfigArgs(CLI::App& app, std::vector<std::string>* config_args);
 
 // Parses argv with CLI11; returns -1 to go on, else the exit code (0 after --help, 2
 // with one line on stderr for bad usage).

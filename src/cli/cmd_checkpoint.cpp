@@ -1,9 +1,10 @@
 // `elastrain checkpoint list|verify|inspect|export`: look at and consolidate checkpoints
 // (docs/checkpoint-format.md). Exit codes: 0 success; 1 a checkpoint that fails
-// verification or cannot be read or written; 2 bad usage.
+// verification or cannot be read or written; 2 bad usage. Arguments parsed with CLI11.
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -22,23 +23,10 @@ namespace {
 
 using ckpt::StateKind;
 
-constexpr char kUsage[] =
-    "usage: elastrain checkpoint <subcommand>\n"
-    "  list RUN_DIR               steps, committed or not, size, which one LATEST names\n"
-    "  verify CKPT_DIR            check every file, shape and checksum; exit 1 on any problem\n"
-    "  inspect CKPT_DIR [--json]  step, mesh, data state, tensors and their pieces\n"
-    "  export CKPT_DIR OUT        one safetensors file of the full parameters, and\n"
-    "                             config.json (model shapes) beside it\n";
-
 // The model-shape keys `export` copies from the saved config into config.json.
 constexpr const char* kModelKeys[] = {"base_emb_dim",     "base_num_query_heads",    "base_num_kv_heads",
                                       "base_mlp_dim",     "base_num_decoder_layers", "head_dim",
                                       "vocab_size",       "decoder_block",           "max_target_length"};
-
-int Usage(const std::string& why) {
-  std::fprintf(stderr, "elastrain checkpoint: %s\n%s", why.c_str(), kUsage);
-  return 2;
-}
 
 // Runtime failures exit 1 here even for a missing checkpoint: the arguments were
 // well-formed, the storage did not hold what they name.
@@ -169,27 +157,26 @@ int Export(const std::string& dir, const std::string& out) {
 }  // namespace
 
 int RunCheckpointCommand(const std::vector<std::string>& args) {
-  if (args.empty()) return Usage("missing subcommand");
-  const std::string& sub = args[0];
-  if (sub == "-h" || sub == "--help") {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  std::vector<std::string> pos;
+  CLI::App app{"elastrain checkpoint: list, check, describe or consolidate checkpoints"};
+  app.require_subcommand(1, 1);
+  std::string dir, out;
   bool json = false;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--json" && sub == "inspect") json = true;
-    else if (!args[i].empty() && args[i][0] == '-') return Usage(fmt::format("{}: unknown option '{}'", sub, args[i]));
-    else pos.push_back(args[i]);
-  }
-  const size_t want = sub == "export" ? 2 : 1;
-  if (sub != "list" && sub != "verify" && sub != "inspect" && sub != "export")
-    return Usage(fmt::format("unknown subcommand '{}'", sub));
-  if (pos.size() != want) return Usage(fmt::format("{}: expected {} argument(s), got {}", sub, want, pos.size()));
-  if (sub == "list") return List(pos[0]);
-  if (sub == "verify") return Verify(pos[0]);
-  if (sub == "inspect") return Inspect(pos[0], json);
-  return Export(pos[0], pos[1]);
+  CLI::App* list = app.add_subcommand("list", "steps, committed or not, size, which one LATEST names");
+  list->add_option("run_dir", dir, "the run directory")->required();
+  CLI::App* verify = app.add_subcommand("verify", "check every file, shape and checksum; exit 1 on any problem");
+  verify->add_option("ckpt_dir", dir, "a checkpoint directory (<run>/checkpoints/step_N)")->required();
+  CLI::App* inspect = app.add_subcommand("inspect", "step, mesh, data state, tensors and their pieces");
+  inspect->add_option("ckpt_dir", dir, "a checkpoint directory")->required();
+  inspect->add_flag("--json", json, "print the manifest as JSON");
+  CLI::App* exp = app.add_subcommand("export", "one safetensors file of the full parameters, and config.json "
+                                               "(model shapes) beside it");
+  exp->add_option("ckpt_dir", dir, "a committed checkpoint directory")->required();
+  exp->add_option("out", out, "the .safetensors file to write")->required();
+  if (int rc = ParseArgs(app, "checkpoint", args); rc >= 0) return rc;
+  if (list->parsed()) return List(dir);
+  if (verify->parsed()) return Verify(dir);
+  if (inspect->parsed()) return Inspect(dir, json);
+  return Export(dir, out);
 }
 
 }  // namespace elastrain

@@ -8,8 +8,6 @@
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url.
 #include <httplib.h>
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
@@ -23,6 +21,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/http_status.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "elastic/agent.h"
@@ -70,13 +69,12 @@ Result<nlohmann::json> Call(const std::string& url, const std::string& method, c
                                            "`elastrain train` running? (--head URL, --run-dir DIR)",
                                            url, httplib::to_string(res.error())));
   auto j = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != 200) {
-    const std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
-    if (res->status == 400) return Status::InvalidArgument(msg);
-    if (res->status == 404) return Status::NotFound(msg);
-    if (res->status == 401) return Status::InvalidArgument(msg + " (--token, ELASTRAIN_TOKEN or --run-dir)");
-    if (res->status == 409) return Status::FailedPrecondition(msg);
-    return Status::Internal(fmt::format("{} {}{}: HTTP {}: {}", method, url, path, res->status, msg));
+  if (res->status != kHttpOk) {
+    std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
+    if (res->status == kHttpUnauthorized) msg += " (--token, ELASTRAIN_TOKEN or --run-dir)";
+    const Status st = StatusFromHttp(res->status, msg);
+    if (st.code() != StatusCode::kInternal) return st;
+    return Status::Internal(fmt::format("{} {}{}: {}", method, url, path, st.message()));  // "HTTP 500: ..."
   }
   if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
   return j;
@@ -141,7 +139,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (!url.ok()) return FailCommand("head", url.status());
   std::printf("elastrain head: API at %s, store %s\n", url->c_str(), store_url.c_str());
   std::fflush(stdout);
-  SetTerminationHandler([](int) { g_stop = true; });
+  TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
   Controller controller(store.value());
   while (!g_stop) {
     auto rec = controller.RunJob(g_stop);
@@ -174,12 +172,11 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   auto store = OpenStore(store_url);
   if (!store.ok()) return FailCommand("agent", store.status());
   Agent agent(store.value(), opt);
-  SetTerminationHandler([&agent](int) {
-    agent.Preempt();
-    SetTerminationHandler(nullptr);  // a second signal ends the process at once
-  });
-  auto end = agent.Run();
-  SetTerminationHandler([](int) {});  // a notice after the end: nothing to save
+  Result<AgentEnd> end = Status::Internal("the agent did not run");
+  {
+    TerminationNotice notice([&agent](int) { agent.Preempt(); }, TerminationNotice::Repeat::kSecondSignalKills);
+    end = agent.Run();
+  }  // a notice after the end: nothing to save
   if (!end.ok()) return FailCommand("agent", end.status());
   return end.value() == AgentEnd::kPreempted ? kExitPreempted : kExitSuccess;
 }
@@ -191,7 +188,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   std::vector<std::string> config_args;
   app.add_option("--head", head, std::string("the head's URL (default ") + kDefaultHead + ")");
   app.add_flag("--wait", wait, "wait for the job to end; exit with its outcome (0, 1, or 4 if stopped)");
-  app.add_option("config", config_args, "[CONFIG.yml] [key=value ...] as for elastrain train");
+  AddConfigArgs(app, &config_args);
   if (int rc = ParseArgs(app, "submit", args); rc >= 0) return rc;
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());

@@ -118,66 +118,64 @@ std::string WhyBest(const PlanCandidate& best, const std::vector<PlanCandidate>&
   return o + ".\n";
 }
 
-int RunCostPlan(const std::vector<std::string>& argv) {
-  std::set<std::string> flags = CostSetupFlags();
-  flags.insert("--top");
-  auto parsed = CostArgs::Parse(argv, flags);
-  if (!parsed.ok()) return Fail(parsed.status());
-  CostArgs& a = parsed.value();
-  auto top = a.Integer("--top", kDefaultPlansShown, 1, 100000);
-  if (!top.ok()) return Fail(top.status());
-  auto setup = BuildCostSetup(a);
-  if (!setup.ok()) return Fail(setup.status());
-  const PlanRequest& req = setup->req;
-  const PlanReport report = EnumeratePlans(req, setup->offers);
-  const std::vector<PlanCandidate> ranked = RankPlans(report.candidates);
-
-  std::string o = DescribeSetup(setup.value());
+// The assumptions, the host range and constraints, and the offers that fit nowhere.
+std::string PlanPreamble(const CostSetup& setup, const PlanReport& report) {
+  const PlanRequest& req = setup.req;
+  std::string o = DescribeSetup(setup);
   o += fmt::format("hosts {}..{} per offer; deadline {}; budget {}\n", req.min_hosts, req.max_hosts,
                    req.deadline_seconds > 0 ? fmt::format("{:g} h", req.deadline_seconds / 3600) : "none",
                    req.budget_usd > 0 ? fmt::format("${:.0f}", req.budget_usd) : "none");
   for (const std::string& r : report.rejected) o += "rejected " + r + "\n";
-  std::fputs(o.c_str(), stdout);
+  return o;
+}
+
+// Why no plan is printed: nothing fits in memory, or nothing meets the deadline or budget.
+Status NoPlanError(const PlanRequest& req, const PlanReport& report) {
   if (report.candidates.empty())
-    return Fail(Status::InvalidArgument(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "model_name={} fits no catalog offer at {}..{} hosts (see the rejected lines; try --workers MIN:MAX, "
         "remat_policy=full or a smaller per_device_batch_size)",
-        req.model.name, req.min_hosts, req.max_hosts)));
-  if (ranked.empty()) {
-    double fastest = INFINITY, cheapest = INFINITY;
-    for (const PlanCandidate& p : report.candidates) {
-      fastest = std::min(fastest, p.expected_seconds);
-      if (p.meets_deadline) cheapest = std::min(cheapest, p.cost_usd);
-    }
-    std::string why;
-    if (!std::isfinite(cheapest))
-      why = fmt::format("no plan meets --deadline {:g}h: the fastest takes {} h (try more --workers or a higher MFU)",
-                        req.deadline_seconds / 3600, Hours(fastest));
-    else
-      why = fmt::format("no plan meets --budget {:.0f}: the cheapest{} costs ${:.0f}", req.budget_usd,
-                        req.deadline_seconds > 0 ? " within the deadline" : "", cheapest);
-    return Fail(Status::InvalidArgument(why));
+        req.model.name, req.min_hosts, req.max_hosts));
+  double fastest = INFINITY, cheapest = INFINITY;
+  for (const PlanCandidate& p : report.candidates) {
+    fastest = std::min(fastest, p.expected_seconds);
+    if (p.meets_deadline) cheapest = std::min(cheapest, p.cost_usd);
   }
+  if (!std::isfinite(cheapest))
+    return Status::InvalidArgument(
+        fmt::format("no plan meets --deadline {:g}h: the fastest takes {} h (try more --workers or a higher MFU)",
+                    req.deadline_seconds / 3600, Hours(fastest)));
+  return Status::InvalidArgument(fmt::format("no plan meets --budget {:.0f}: the cheapest{} costs ${:.0f}",
+                                             req.budget_usd, req.deadline_seconds > 0 ? " within the deadline" : "",
+                                             cheapest));
+}
 
+// When the best plan is not spot although spot fits: spot's fastest plan misses the deadline.
+std::string SpotFallbackNote(const PlanCandidate& best, const PlanReport& report) {
+  if (best.capacity == Capacity::kSpot) return "";
+  bool spot_fits = false, spot_meets = false;
+  double spot_fastest = INFINITY;
+  for (const PlanCandidate& p : report.candidates)
+    if (p.capacity == Capacity::kSpot) {
+      spot_fits = true;
+      spot_fastest = std::min(spot_fastest, p.expected_seconds);
+      spot_meets |= p.meets_deadline;
+    }
+  if (!spot_fits || spot_meets) return "";
+  return fmt::format("spot cannot meet the deadline (its fastest plan takes {} h), so this plan falls back to {} "
+                     "capacity.\n",
+                     Hours(spot_fastest), CapacityName(best.capacity));
+}
+
+// The best plan: what it is, why, and its prices.
+std::string BestPlanText(const std::vector<PlanCandidate>& ranked, const PlanReport& report, const PlanRequest& req) {
   const PlanCandidate& best = ranked[0];
-  o = fmt::format("\nbest: {} {} x {} hosts ({} chips of {}): ${:.0f} expected, {} h (ideal {} h, goodput {:.3f})\n",
+  std::string o =
+      fmt::format("\nbest: {} {} x {} hosts ({} chips of {}): ${:.0f} expected, {} h (ideal {} h, goodput {:.3f})\n",
                   best.offer.name, CapacityName(best.capacity), best.hosts, best.chips, best.offer.accelerator,
                   best.cost_usd, Hours(best.expected_seconds), Hours(best.ideal_seconds), best.goodput);
   o += WhyBest(best, ranked, report.candidates, req);
-  if (best.capacity != Capacity::kSpot) {
-    bool spot_fits = false, spot_meets = false;
-    double spot_fastest = INFINITY;
-    for (const PlanCandidate& p : report.candidates)
-      if (p.capacity == Capacity::kSpot) {
-        spot_fits = true;
-        spot_fastest = std::min(spot_fastest, p.expected_seconds);
-        spot_meets |= p.meets_deadline;
-      }
-    if (spot_fits && !spot_meets)
-      o += fmt::format("spot cannot meet the deadline (its fastest plan takes {} h), so this plan falls back to {} "
-                       "capacity.\n",
-                       Hours(spot_fastest), CapacityName(best.capacity));
-  }
+  o += SpotFallbackNote(best, report);
   o += fmt::format("price: {} ${:.3f} spot, ${:.3f} on demand per chip-hour; {}: ${:.2f}/h for {} chips ({}, {}, {})\n",
                    best.offer.name, best.offer.spot_usd_per_chip_hour, best.offer.on_demand_usd_per_chip_hour,
                    best.capacity == Capacity::kMix
@@ -185,12 +183,23 @@ int RunCostPlan(const std::vector<std::string>& argv) {
                                      best.hosts - best.on_demand_hosts)
                        : std::string(CapacityName(best.capacity)),
                    best.usd_per_hour, best.chips, best.offer.region, best.offer.source, best.offer.price_date);
-  o += fmt::format("\n{}", kPlanHeader);
-  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(*top); ++i) o += PlanRow(i + 1, ranked[i]);
-  if (ranked.size() > static_cast<size_t>(*top))
-    o += fmt::format("  ... {} more plans meet the constraints (--top K shows more)\n", ranked.size() - *top);
-  o += "\nthe cheapest plan of each offer and capacity (rank among all plans):\n" + std::string(kPlanHeader);
-  for (const AcceleratorOffer& offer : setup->offers)
+  return o;
+}
+
+// The `top` cheapest plans that meet the constraints.
+std::string RankedTable(const std::vector<PlanCandidate>& ranked, int64_t top) {
+  std::string o = fmt::format("\n{}", kPlanHeader);
+  for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(top); ++i) o += PlanRow(i + 1, ranked[i]);
+  if (ranked.size() > static_cast<size_t>(top))
+    o += fmt::format("  ... {} more plans meet the constraints (--top K shows more)\n", ranked.size() - top);
+  return o;
+}
+
+// The cheapest plan of each offer and capacity, or why it has none.
+std::string CheapestPerOfferTable(const std::vector<AcceleratorOffer>& offers,
+                                  const std::vector<PlanCandidate>& ranked, const PlanReport& report) {
+  std::string o = "\nthe cheapest plan of each offer and capacity (rank among all plans):\n" + std::string(kPlanHeader);
+  for (const AcceleratorOffer& offer : offers)
     for (Capacity c : {Capacity::kSpot, Capacity::kOnDemand, Capacity::kMix}) {
       size_t i = 0;
       while (i < ranked.size() && !(ranked[i].offer.name == offer.name && ranked[i].capacity == c)) ++i;
@@ -206,6 +215,28 @@ int RunCostPlan(const std::vector<std::string>& argv) {
                        !fits ? "does not fit in memory"
                              : fmt::format("none meets the constraints (fastest {} h)", Hours(fastest)));
     }
+  return o;
+}
+
+int RunCostPlan(const std::vector<std::string>& argv) {
+  std::set<std::string> flags = CostSetupFlags();
+  flags.insert("--top");
+  auto parsed = CostArgs::Parse(argv, flags);
+  if (!parsed.ok()) return Fail(parsed.status());
+  CostArgs& a = parsed.value();
+  auto top = a.Integer("--top", kDefaultPlansShown, 1, 100000);
+  if (!top.ok()) return Fail(top.status());
+  auto setup = BuildCostSetup(a);
+  if (!setup.ok()) return Fail(setup.status());
+  const PlanRequest& req = setup->req;
+  const PlanReport report = EnumeratePlans(req, setup->offers);
+  const std::vector<PlanCandidate> ranked = RankPlans(report.candidates);
+
+  std::fputs(PlanPreamble(setup.value(), report).c_str(), stdout);
+  if (ranked.empty()) return Fail(NoPlanError(req, report));
+  std::string o = BestPlanText(ranked, report, req);
+  o += RankedTable(ranked, *top);
+  o += CheapestPerOfferTable(setup->offers, ranked, report);
   std::fputs(o.c_str(), stdout);
   return 0;
 }

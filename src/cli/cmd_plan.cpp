@@ -3,6 +3,7 @@
 // formulas are in docs/parallelism.md. Exit codes: 0 printed, 2 bad config or mesh.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -102,15 +103,12 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
 }  // namespace
 
 int RunPlanCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "-h" || a == "--help") {
-      std::printf(
-          "usage: elastrain plan [CONFIG.yml] [key=value ...]\n"
-          "Prints the device mesh (num_workers, ici_*_parallelism), the sharding rules and each rank's memory,\n"
-          "FLOPs and collective volume, without training. Formulas: docs/parallelism.md\n");
-      return 0;
-    }
-  auto cfg = LoadConfigFromArgs(args);
+  CLI::App app{"elastrain plan: the device mesh (num_workers, ici_*_parallelism), the sharding rules and each "
+               "rank's memory, FLOPs and collective volume, without training. Formulas: docs/parallelism.md"};
+  std::vector<std::string> config_args;
+  AddConfigArgs(app, &config_args);
+  if (int rc = ParseArgs(app, "plan", args); rc >= 0) return rc;
+  auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return Fail(cfg.status());
   const TrainConfig& c = cfg.value();
   auto mesh = ResolveMeshForConfig(c);

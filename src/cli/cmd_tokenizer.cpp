@@ -1,109 +1,72 @@
 // `elastrain tokenizer train --input PATH [--input PATH2 ...] --vocab-size N --output M.model`
-// Exit codes: 0 written, 1 training or I/O failed, 2 bad usage.
+// Exit codes: 0 written, 1 training or I/O failed, 2 bad usage. Arguments parsed with CLI11.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
 #include "data/tokenizer.h"
+#include "wire/exit_codes.h"
 
 namespace elastrain {
 
 namespace {
 
-constexpr const char* kUsage =
-    "usage: elastrain tokenizer train --input PATH [--input PATH ...] --vocab-size N --output M.model\n"
-    "  --input PATH      a text file or a directory of text files (repeatable)\n"
-    "  --vocab-size N    vocabulary size, including 256 byte pieces and 3 specials\n"
-    "  --output M.model  where to write the sentencepiece BPE model (M.vocab beside it)\n";
-
-int UsageError(const std::string& msg) {
-  std::fprintf(stderr, "elastrain tokenizer: %s\n%s", msg.c_str(), kUsage);
-  return 2;
-}
-
-struct TrainArgs {
-  std::vector<std::string> inputs;
-  int64_t vocab_size = 0;
-  std::string output;
-};
-
-// Parses "--flag VALUE" and "--flag=VALUE"; returns an empty string or the error.
-std::string ParseTrainArgs(const std::vector<std::string>& args, TrainArgs* out) {
-  std::string vocab;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i], value;
-    const size_t eq = flag.find('=');
-    if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-    } else if (flag == "--input" || flag == "--vocab-size" || flag == "--output") {
-      if (i + 1 == args.size()) return flag + ": missing value";
-      value = args[++i];
-    }
-    if (flag == "--input") {
-      out->inputs.push_back(value);
-    } else if (flag == "--vocab-size") {
-      vocab = value;
-    } else if (flag == "--output") {
-      out->output = value;
-    } else {
-      return "unknown argument '" + args[i] + "'";
-    }
-  }
-  if (out->inputs.empty()) return "--input is required";
-  if (out->output.empty()) return "--output is required";
-  if (vocab.empty()) return "--vocab-size is required";
+// --vocab-size N: a positive integer; the message names the flag and the value.
+Result<int64_t> ParseVocabSize(const std::string& vocab) {
   size_t used = 0;
+  int64_t v = 0;
   try {
-    out->vocab_size = std::stoll(vocab, &used);
+    v = std::stoll(vocab, &used);
   } catch (...) {
     used = 0;
   }
-  if (used != vocab.size() || out->vocab_size <= 0) return "--vocab-size=" + vocab + ": expected a positive integer";
-  return "";
+  if (used != vocab.size() || v <= 0)
+    return Status::InvalidArgument("--vocab-size=" + vocab + ": expected a positive integer");
+  return v;
 }
 
-int RunTrain(const std::vector<std::string>& args) {
-  TrainArgs a;
-  if (std::string err = ParseTrainArgs(args, &a); !err.empty()) return UsageError(err);
-  for (const std::string& in : a.inputs)
+int TrainTokenizer(const std::vector<std::string>& inputs, int64_t vocab_size, const std::string& output) {
+  for (const std::string& in : inputs)
     if (!FileExists(in)) {
       std::fprintf(stderr, "elastrain tokenizer: --input %s: no such file or directory\n", in.c_str());
-      return 2;
+      return kExitBadConfig;
     }
-  Status st = TrainSentencePiece(a.inputs, a.vocab_size, a.output);
+  Status st = TrainSentencePiece(inputs, vocab_size, output);
   if (!st.ok()) {
     std::fprintf(stderr, "elastrain tokenizer: %s\n", st.ToString().c_str());
-    return st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+    return st.code() == StatusCode::kInvalidArgument ? kExitBadConfig : kExitFailure;
   }
-  auto tok = SentencePieceTokenizer::Load(a.output);
+  auto tok = SentencePieceTokenizer::Load(output);
   if (!tok.ok()) {
     std::fprintf(stderr, "elastrain tokenizer: %s\n", tok.status().ToString().c_str());
-    return 1;
+    return kExitFailure;
   }
-  std::printf("wrote %s (sentencepiece BPE, vocab %lld, id %s)\n", a.output.c_str(),
+  std::printf("wrote %s (sentencepiece BPE, vocab %lld, id %s)\n", output.c_str(),
               static_cast<long long>((*tok)->vocab_size()), (*tok)->id().c_str());
-  return 0;
+  return kExitSuccess;
 }
 
 }  // namespace
 
 int RunTokenizerCommand(const std::vector<std::string>& args) {
-  if (args.empty()) return UsageError("missing subcommand");
-  if (args[0] == "-h" || args[0] == "--help") {
-    std::printf("%s", kUsage);
-    return 0;
-  }
-  if (args[0] != "train") return UsageError("unknown subcommand '" + args[0] + "'");
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  for (const std::string& a : rest)
-    if (a == "-h" || a == "--help") {
-      std::printf("%s", kUsage);
-      return 0;
-    }
-  return RunTrain(rest);
+  CLI::App app{"elastrain tokenizer: train a sentencepiece BPE tokenizer"};
+  app.require_subcommand(1, 1);
+  std::vector<std::string> inputs;
+  std::string vocab, output;
+  CLI::App* train = app.add_subcommand("train", "train a sentencepiece BPE model on text files");
+  train->add_option("--input", inputs, "a text file or a directory of text files (repeatable)")
+      ->required()
+      ->allow_extra_args(false);
+  train->add_option("--vocab-size", vocab, "vocabulary size, including 256 byte pieces and 3 specials")->required();
+  train->add_option("--output", output, "where to write the sentencepiece BPE model (M.vocab beside it)")->required();
+  if (int rc = ParseArgs(app, "tokenizer", args); rc >= 0) return rc;
+  auto vocab_size = ParseVocabSize(vocab);
+  if (!vocab_size.ok()) return FailCommand("tokenizer", vocab_size.status());
+  return TrainTokenizer(inputs, vocab_size.value(), output);
 }
 
 }  // namespace elastrain

@@ -1,6 +1,5 @@
 // `elastrain train [CONFIG.yml] [key=value ...]` and the internal `elastrain worker`.
-#include <signal.h>
-
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -115,12 +114,12 @@ int RunElastic(const TrainConfig& cfg) {
   ao.slots = static_cast<int>(cfg.max_workers);
   ao.exit_when_job_ends = true;
   Agent agent(store, ao);
-  SetTerminationHandler([&agent](int) {  // on the signal thread (common/signals.h)
-    agent.Preempt();
-    SetSignalHandler(SIGINT, nullptr);  // a second Ctrl-C ends the process at once
-  });
-  auto end = agent.Run();
-  SetTerminationHandler([](int) {});  // a notice after the end: nothing to save
+  Result<AgentEnd> end = Status::Internal("the agent did not run");
+  {
+    // On the signal thread (common/signals.h); a second signal ends the process at once.
+    TerminationNotice notice([&agent](int) { agent.Preempt(); }, TerminationNotice::Repeat::kSecondSignalKills);
+    end = agent.Run();
+  }  // a notice after the end: nothing to save
   if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
   controller.join();
   api.Stop();
@@ -151,13 +150,11 @@ int RunElastic(const TrainConfig& cfg) {
 }  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "-h" || a == "--help") {
-      std::printf("usage: elastrain train [CONFIG.yml] [key=value ...]\n"
-                  "Every key, its default and meaning: configs/base.yml\n");
-      return 0;
-    }
-  auto cfg = LoadConfigFromArgs(args);
+  CLI::App app{"elastrain train: train a model (one process, or elastic workers under an embedded controller)"};
+  std::vector<std::string> config_args;
+  AddConfigArgs(app, &config_args);
+  if (int rc = ParseArgs(app, "train", args); rc >= 0) return rc;
+  auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return Fail(cfg.status());
   SetLogLevel(cfg->log_level);
   // An impossible mesh fails here, before any process starts.
@@ -171,9 +168,12 @@ int RunTrainCommand(const std::vector<std::string>& args) {
 }
 
 int RunWorkerCommand(const std::vector<std::string>& args) {
-  if (args.size() != 2 || args[0] != "--channel-fd")
-    return Fail(Status::InvalidArgument("worker: expected --channel-fd N (this command is started by an agent)"));
-  return RunWorkerProcess(std::stoi(args[1]));
+  CLI::App app{"elastrain worker: one worker process (started by an agent, not by hand)"};
+  int channel_fd = -1;
+  app.add_option("--channel-fd", channel_fd, "the agent's end of the channel (elastic/channel.h)")
+      ->required();
+  if (int rc = ParseArgs(app, "worker", args); rc >= 0) return rc;
+  return RunWorkerProcess(channel_fd);
 }
 
 }  // namespace elastrain

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
+
 #include <charconv>
 #include <cmath>
 
@@ -16,31 +18,46 @@ bool ParseDouble(const std::string& s, double* v) {
 
 }  // namespace
 
+// CLI11 reads the flags (`--name VALUE`, `--name=VALUE`; the last one given wins) and
+// collects everything else as positionals; the checks and messages are this file's, so
+// that every `cost` error stays one line naming the flag and what was expected.
 Result<CostArgs> CostArgs::Parse(const std::vector<std::string>& args, const std::set<std::string>& flags) {
-  CostArgs a;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& s = args[i];
-    if (s.rfind("--", 0) != 0) {
-      if (s.find('=') == std::string::npos && !a.passthrough_.empty())
-        return Status::InvalidArgument(
-            fmt::format("unexpected argument '{}': expected --flag VALUE or key=value (a config file goes first)", s));
-      a.passthrough_.push_back(s);
-      continue;
-    }
-    std::string name = s, value;
-    const size_t eq = s.find('=');
-    if (eq != std::string::npos) name = s.substr(0, eq), value = s.substr(eq + 1);
-    if (!flags.count(name)) {
-      std::string all;
-      for (const std::string& f : flags) all += (all.empty() ? "" : " ") + f;
-      return Status::InvalidArgument(fmt::format("unknown flag {} (expected one of: {})", name, all));
-    }
-    if (eq == std::string::npos) {
-      if (i + 1 >= args.size()) return Status::InvalidArgument(fmt::format("{}: missing its value", name));
-      value = args[++i];
-    }
-    a.values_[name] = value;
+  if (!args.empty() && flags.count(args.back()))  // CLI11 would say "1 required TEXT missing"
+    return Status::InvalidArgument(fmt::format("{}: missing its value", args.back()));
+  CLI::App app;
+  app.set_help_flag();  // `cost` handles -h and --help before any subcommand parses
+  app.allow_extras(true);
+  std::map<std::string, std::string> bound;
+  std::map<std::string, CLI::Option*> options;
+  for (const std::string& f : flags)
+    options[f] = app.add_option(f, bound[f])->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  std::vector<std::string> positionals;
+  app.add_option("args", positionals);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes argv reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& e) {  // `--flag=`: no value
+    const std::string what = e.what();
+    return Status::InvalidArgument(fmt::format("{}: missing its value", what.substr(0, what.find(':'))));
+  } catch (const CLI::ParseError& e) {
+    return Status::InvalidArgument(e.what());
   }
+  for (const std::string& extra : app.remaining()) {
+    if (extra.rfind("-", 0) != 0) continue;
+    std::string all;
+    for (const std::string& f : flags) all += (all.empty() ? "" : " ") + f;
+    return Status::InvalidArgument(
+        fmt::format("unknown flag {} (expected one of: {})", extra.substr(0, extra.find('=')), all));
+  }
+  CostArgs a;
+  for (const std::string& s : positionals) {
+    if (s.find('=') == std::string::npos && !a.passthrough_.empty())
+      return Status::InvalidArgument(
+          fmt::format("unexpected argument '{}': expected --flag VALUE or key=value (a config file goes first)", s));
+    a.passthrough_.push_back(s);
+  }
+  for (const auto& [flag, option] : options)
+    if (option->count() > 0) a.values_[flag] = bound[flag];
   return a;
 }
 

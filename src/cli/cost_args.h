@@ -1,5 +1,5 @@
-// Flags of `elastrain cost ...`: `--name VALUE` or `--name=VALUE`, plus key=value config
-// overrides and at most one positional CONFIG.yml, passed through untouched. Every
+// Flags of `elastrain cost ...`, parsed with CLI11: `--name VALUE` or `--name=VALUE`, plus
+// key=value config overrides and at most one positional CONFIG.yml, passed through untouched. Every
 // error is one line naming the flag, the value and what was expected.
 #pragma once
 

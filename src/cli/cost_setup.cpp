@@ -34,6 +34,92 @@ Status ReadPreemptionFlags(const CostArgs& a, const std::string& prefix, Preempt
   return Status::OK();
 }
 
+// tokens=N, taken out of the config overrides.
+Result<double> TakeTokens(CostArgs& a) {
+  const std::string tokens = a.TakeKey("tokens");
+  double v = 0;
+  const auto [p, ec] = std::from_chars(tokens.data(), tokens.data() + tokens.size(), v);
+  if (tokens.empty() || ec != std::errc() || p != tokens.data() + tokens.size() || !(v >= 1) || !std::isfinite(v))
+    return Status::InvalidArgument(fmt::format(
+        "tokens={}: expected the number of training tokens, >= 1 (e.g. tokens=1e11)", tokens.empty() ? "" : tokens));
+  return v;
+}
+
+// --mfu X (or the planning default) or the median of --metrics FILE; and the note saying which.
+Status ReadMfu(const CostArgs& a, CostSetup* s) {
+  PlanRequest& r = s->req;
+  if (a.Has("--metrics") && a.Has("--mfu"))
+    return Status::InvalidArgument("--mfu and --metrics: expected one of them, not both");
+  if (a.Has("--metrics")) {
+    const std::string path = a.String("--metrics", "");
+    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, MeasuredMfu(path));
+    s->mfu_note = fmt::format("measured MFU {:.2f} from {} (median of its mfu fields)", r.mfu, path);
+  } else {
+    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, a.Number("--mfu", kDefaultMfu, 0, 1, /*lo_open=*/true));
+    s->mfu_note = fmt::format("{} MFU {:.2f}{}", a.Has("--mfu") ? "given" : "assumed", r.mfu,
+                              a.Has("--mfu") ? "" : " (--mfu X or --metrics RUN/metrics.jsonl to change)");
+  }
+  return Status::OK();
+}
+
+// --workers N or MIN:MAX.
+Status ReadWorkers(const CostArgs& a, PlanRequest* r) {
+  if (!a.Has("--workers")) return Status::OK();
+  const std::string w = a.String("--workers", "");
+  int lo = 0, hi = 0;
+  const size_t colon = w.find(':');
+  bool ok = false;
+  if (colon != std::string::npos) {
+    auto [p1, e1] = std::from_chars(w.data(), w.data() + colon, lo);
+    auto [p2, e2] = std::from_chars(w.data() + colon + 1, w.data() + w.size(), hi);
+    ok = e1 == std::errc() && p1 == w.data() + colon && e2 == std::errc() && p2 == w.data() + w.size();
+  } else {
+    auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), lo);
+    hi = lo;
+    ok = e == std::errc() && p == w.data() + w.size();
+  }
+  if (!ok || lo < 1 || hi < lo || hi > 100000)
+    return Status::InvalidArgument(fmt::format(
+        "--workers={}: expected N or MIN:MAX hosts with 1 <= MIN <= MAX <= 100000", w));
+  r->min_hosts = lo, r->max_hosts = hi;
+  return Status::OK();
+}
+
+// --deadline, --budget, --workers and --mix-on-demand-fraction: what plans may be.
+Status ReadDeadlineAndHosts(const CostArgs& a, PlanRequest* r) {
+  ELASTRAIN_ASSIGN_OR_RETURN(r->deadline_seconds, a.Seconds("--deadline", 0, 3600));
+  ELASTRAIN_ASSIGN_OR_RETURN(r->budget_usd, a.Number("--budget", 0, 0, INFINITY, /*lo_open=*/true));
+  ELASTRAIN_RETURN_IF_ERROR(ReadWorkers(a, r));
+  ELASTRAIN_ASSIGN_OR_RETURN(r->mix_on_demand_fraction,
+                             a.Number("--mix-on-demand-fraction", kDefaultMixOnDemandFraction, 0, 1));
+  return Status::OK();
+}
+
+// Checkpoint bandwidth, detection and restart time, and each capacity's failure process.
+Status ReadRecoveryFlags(const CostArgs& a, PlanRequest* r) {
+  ELASTRAIN_ASSIGN_OR_RETURN(double gbps, a.Number("--checkpoint-gbps-per-host",
+                                                   kDefaultCheckpointBytesPerSecondPerHost / 1e9, 0, INFINITY, true));
+  r->checkpoint_bytes_per_second_per_host = gbps * 1e9;
+  ELASTRAIN_ASSIGN_OR_RETURN(r->detection_seconds,
+                             a.Number("--detection-seconds", kDefaultDetectionSeconds, 0, INFINITY));
+  ELASTRAIN_ASSIGN_OR_RETURN(r->restart_seconds, a.Number("--restart-seconds", kDefaultRestartSeconds, 0, INFINITY));
+  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "spot", &r->spot));
+  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "on-demand", &r->on_demand));
+  return Status::OK();
+}
+
+// --catalog PATH, or the catalog compiled into the binary.
+Status LoadOffers(const CostArgs& a, CostSetup* s) {
+  if (a.Has("--catalog")) {
+    s->catalog_origin = a.String("--catalog", "");
+    ELASTRAIN_ASSIGN_OR_RETURN(s->offers, LoadCatalog(s->catalog_origin));
+  } else {
+    s->catalog_origin = "the built-in configs/catalog/*.csv";
+    ELASTRAIN_ASSIGN_OR_RETURN(s->offers, EmbeddedCatalog());
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::set<std::string>& CostSetupFlags() {
@@ -67,15 +153,7 @@ Result<double> MeasuredMfu(const std::string& path) {
 Result<CostSetup> BuildCostSetup(CostArgs& a) {
   CostSetup s;
   PlanRequest& r = s.req;
-  const std::string tokens = a.TakeKey("tokens");
-  {
-    double v = 0;
-    const auto [p, ec] = std::from_chars(tokens.data(), tokens.data() + tokens.size(), v);
-    if (tokens.empty() || ec != std::errc() || p != tokens.data() + tokens.size() || !(v >= 1) || !std::isfinite(v))
-      return Status::InvalidArgument(fmt::format(
-          "tokens={}: expected the number of training tokens, >= 1 (e.g. tokens=1e11)", tokens.empty() ? "" : tokens));
-    r.tokens = v;
-  }
+  ELASTRAIN_ASSIGN_OR_RETURN(r.tokens, TakeTokens(a));
   // The config loader's defaults suit training on this CPU; a cost plan is about real
   // accelerators, so keys not given here take planning defaults (docs/cost.md).
   const bool explicit_len = a.HasKey("max_target_length");
@@ -94,55 +172,10 @@ Result<CostSetup> BuildCostSetup(CostArgs& a) {
                              r.micro_batch, explicit_batch ? "given" : "planning default", cfg.remat_policy,
                              explicit_remat ? "given" : "planning default");
 
-  if (a.Has("--metrics") && a.Has("--mfu"))
-    return Status::InvalidArgument("--mfu and --metrics: expected one of them, not both");
-  if (a.Has("--metrics")) {
-    const std::string path = a.String("--metrics", "");
-    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, MeasuredMfu(path));
-    s.mfu_note = fmt::format("measured MFU {:.2f} from {} (median of its mfu fields)", r.mfu, path);
-  } else {
-    ELASTRAIN_ASSIGN_OR_RETURN(r.mfu, a.Number("--mfu", kDefaultMfu, 0, 1, /*lo_open=*/true));
-    s.mfu_note = fmt::format("{} MFU {:.2f}{}", a.Has("--mfu") ? "given" : "assumed", r.mfu,
-                             a.Has("--mfu") ? "" : " (--mfu X or --metrics RUN/metrics.jsonl to change)");
-  }
-  ELASTRAIN_ASSIGN_OR_RETURN(r.deadline_seconds, a.Seconds("--deadline", 0, 3600));
-  ELASTRAIN_ASSIGN_OR_RETURN(r.budget_usd, a.Number("--budget", 0, 0, INFINITY, /*lo_open=*/true));
-  if (a.Has("--workers")) {
-    const std::string w = a.String("--workers", "");
-    int lo = 0, hi = 0;
-    const size_t colon = w.find(':');
-    bool ok = false;
-    if (colon != std::string::npos) {
-      auto [p1, e1] = std::from_chars(w.data(), w.data() + colon, lo);
-      auto [p2, e2] = std::from_chars(w.data() + colon + 1, w.data() + w.size(), hi);
-      ok = e1 == std::errc() && p1 == w.data() + colon && e2 == std::errc() && p2 == w.data() + w.size();
-    } else {
-      auto [p, e] = std::from_chars(w.data(), w.data() + w.size(), lo);
-      hi = lo;
-      ok = e == std::errc() && p == w.data() + w.size();
-    }
-    if (!ok || lo < 1 || hi < lo || hi > 100000)
-      return Status::InvalidArgument(fmt::format(
-          "--workers={}: expected N or MIN:MAX hosts with 1 <= MIN <= MAX <= 100000", w));
-    r.min_hosts = lo, r.max_hosts = hi;
-  }
-  ELASTRAIN_ASSIGN_OR_RETURN(r.mix_on_demand_fraction,
-                             a.Number("--mix-on-demand-fraction", kDefaultMixOnDemandFraction, 0, 1));
-  ELASTRAIN_ASSIGN_OR_RETURN(double gbps, a.Number("--checkpoint-gbps-per-host",
-                                                   kDefaultCheckpointBytesPerSecondPerHost / 1e9, 0, INFINITY, true));
-  r.checkpoint_bytes_per_second_per_host = gbps * 1e9;
-  ELASTRAIN_ASSIGN_OR_RETURN(r.detection_seconds, a.Number("--detection-seconds", kDefaultDetectionSeconds, 0, INFINITY));
-  ELASTRAIN_ASSIGN_OR_RETURN(r.restart_seconds, a.Number("--restart-seconds", kDefaultRestartSeconds, 0, INFINITY));
-  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "spot", &r.spot));
-  ELASTRAIN_RETURN_IF_ERROR(ReadPreemptionFlags(a, "on-demand", &r.on_demand));
-
-  if (a.Has("--catalog")) {
-    s.catalog_origin = a.String("--catalog", "");
-    ELASTRAIN_ASSIGN_OR_RETURN(s.offers, LoadCatalog(s.catalog_origin));
-  } else {
-    s.catalog_origin = "the built-in configs/catalog/*.csv";
-    ELASTRAIN_ASSIGN_OR_RETURN(s.offers, EmbeddedCatalog());
-  }
+  ELASTRAIN_RETURN_IF_ERROR(ReadMfu(a, &s));
+  ELASTRAIN_RETURN_IF_ERROR(ReadDeadlineAndHosts(a, &r));
+  ELASTRAIN_RETURN_IF_ERROR(ReadRecoveryFlags(a, &r));
+  ELASTRAIN_RETURN_IF_ERROR(LoadOffers(a, &s));
   return s;
 }
 

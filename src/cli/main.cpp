@@ -1,12 +1,14 @@
 // The `elastrain` command. main() is the only place that decides the exit code:
 //   0 success, 1 runtime failure, 2 bad usage or configuration, 3 preempted, 4 stopped
-// (elastic/exit_codes.h).
+// (wire/exit_codes.h).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "common/signals.h"
+#include "wire/exit_codes.h"
 
 namespace {
 void PrintUsage() {
@@ -37,30 +39,45 @@ void PrintUsage() {
       "                                       goodput breakdown and an HTML report of a run\n"
       "exit codes: 0 success, 1 failure, 2 bad configuration, 3 preempted, 4 stopped\n");
 }
+
+// The subcommands; each parses its own arguments with CLI11 (src/cli/cmd_*.cpp).
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>& args);
+};
+constexpr Command kCommands[] = {
+    {"train", elastrain::RunTrainCommand},     {"worker", elastrain::RunWorkerCommand},
+    {"tokenizer", elastrain::RunTokenizerCommand}, {"plan", elastrain::RunPlanCommand},
+    {"cost", elastrain::RunCostCommand},       {"checkpoint", elastrain::RunCheckpointCommand},
+    {"head", elastrain::RunHeadCommand},       {"agent", elastrain::RunAgentCommand},
+    {"submit", elastrain::RunSubmitCommand},   {"status", elastrain::RunStatusCommand},
+    {"stop", elastrain::RunStopCommand},       {"chaos", elastrain::RunChaosCommand},
+    {"report", elastrain::RunReportCommand},
+};
 }  // namespace
 
 int main(int argc, char** argv) {
   elastrain::StartSignalThread();  // before any thread: see common/signals.h
-  if (argc < 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
+  // CLI11 picks the subcommand; everything after its name goes to it untouched
+  // (prefix_command), including -h and --help, which each command answers itself.
+  CLI::App app{"elastrain"};
+  app.set_help_flag();  // PrintUsage, not CLI11's generated page: it shows each command's arguments
+  app.require_subcommand(1, 1);
+  for (const Command& c : kCommands) app.add_subcommand(c.name)->prefix_command()->set_help_flag();
+  const bool asked_for_help = argc >= 2 && (std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help");
+  try {
+    if (!asked_for_help) app.parse(argc, argv);
+  } catch (const CLI::ParseError&) {
+    if (argc >= 2) std::fprintf(stderr, "elastrain: unknown command '%s'\n", argv[1]);
     PrintUsage();
-    return argc < 2 ? 2 : 0;
+    return elastrain::kExitBadConfig;
   }
-  std::string cmd = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
-  if (cmd == "train") return elastrain::RunTrainCommand(args);
-  if (cmd == "worker") return elastrain::RunWorkerCommand(args);
-  if (cmd == "tokenizer") return elastrain::RunTokenizerCommand(args);
-  if (cmd == "plan") return elastrain::RunPlanCommand(args);
-  if (cmd == "cost") return elastrain::RunCostCommand(args);
-  if (cmd == "checkpoint") return elastrain::RunCheckpointCommand(args);
-  if (cmd == "head") return elastrain::RunHeadCommand(args);
-  if (cmd == "agent") return elastrain::RunAgentCommand(args);
-  if (cmd == "submit") return elastrain::RunSubmitCommand(args);
-  if (cmd == "status") return elastrain::RunStatusCommand(args);
-  if (cmd == "stop") return elastrain::RunStopCommand(args);
-  if (cmd == "chaos") return elastrain::RunChaosCommand(args);
-  if (cmd == "report") return elastrain::RunReportCommand(args);
-  std::fprintf(stderr, "elastrain: unknown command '%s'\n", cmd.c_str());
-  PrintUsage();
-  return 2;
+  if (argc < 2 || asked_for_help) {
+    PrintUsage();
+    return argc < 2 ? elastrain::kExitBadConfig : elastrain::kExitSuccess;
+  }
+  const CLI::App* sub = app.get_subcommands().front();
+  for (const Command& c : kCommands)
+    if (sub->get_name() == c.name) return c.run(sub->remaining());
+  return elastrain::kExitBadConfig;  // not reached: CLI11 accepts only the names above
 }

@@ -82,6 +82,21 @@ void IgnoreSignal(int sig) {
   SetSignalHandler(sig, [](int) {});
 }
 
+TerminationNotice::TerminationNotice(SignalHandler on_notice, Repeat repeat) {
+  if (repeat == Repeat::kCallAgain) {
+    SetTerminationHandler(on_notice);
+    return;
+  }
+  SetTerminationHandler([on_notice](int sig) {
+    SetTerminationHandler(nullptr);  // before the notice: a second signal ends the process at once
+    on_notice(sig);
+  });
+}
+
+TerminationNotice::~TerminationNotice() {
+  for (int sig : kTaken) IgnoreSignal(sig);
+}
+
 void ResetSignalMaskInChild() {
   sigset_t none;
   sigemptyset(&none);

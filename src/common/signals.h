@@ -35,6 +35,24 @@ void SetTerminationHandler(const SignalHandler& handler);
 // A handler that does nothing: the signal is ignored.
 void IgnoreSignal(int sig);
 
+// How a long-running command (train, head, agent) takes SIGTERM and SIGINT; the one
+// helper they all use. While it lives, a signal calls `on_notice` on the signal thread
+// (ask the agent to preempt, set a stop flag). With kSecondSignalKills the first signal
+// also restores the default action, so a second one ends the process at once: the way
+// out of a save that does not finish. Once destroyed, both signals are ignored: the
+// work a notice would have saved is done, and the command is on its way out.
+class TerminationNotice {
+ public:
+  enum class Repeat {
+    kCallAgain,          // every signal calls on_notice (it must be idempotent)
+    kSecondSignalKills,  // the first calls on_notice, a second one kills the process
+  };
+  TerminationNotice(SignalHandler on_notice, Repeat repeat);
+  ~TerminationNotice();
+  TerminationNotice(const TerminationNotice&) = delete;
+  TerminationNotice& operator=(const TerminationNotice&) = delete;
+};
+
 // In a child between fork and exec (async-signal-safe): unblocks every signal, so that
 // the program it runs starts with the usual mask.
 void ResetSignalMaskInChild();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/http_status.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "jobctl/cluster_view.h"
@@ -101,20 +102,12 @@ class JobApiServer::Impl {
   }
 
  private:
-  static int HttpCode(const Status& st) {
-    switch (st.code()) {
-      case StatusCode::kInvalidArgument: return 400;
-      case StatusCode::kNotFound: return 404;
-      case StatusCode::kFailedPrecondition: return 409;
-      default: return 500;
-    }
-  }
   static void Reply(httplib::Response& res, const Status& st, const nlohmann::json& ok_body) {
     if (st.ok()) {
       res.set_content(ok_body.dump(), "application/json");
       return;
     }
-    res.status = HttpCode(st);
+    res.status = HttpStatusFor(st);
     res.set_content(nlohmann::json{{"error", st.message()}}.dump(), "application/json");
   }
   void Routes();
@@ -148,7 +141,7 @@ bool JobApiServer::Impl::Authorized(const httplib::Request& req, httplib::Respon
                                    j->value("run_dir", ""), kTokenFileName)
                      : token.status().message();
   }
-  res.status = 401;
+  res.status = kHttpUnauthorized;
   res.set_header("WWW-Authenticate", "Bearer realm=\"elastrain\"");
   res.set_content(nlohmann::json{{"error", "unauthorized: " + why}}.dump(), "application/json");
   return false;
@@ -225,7 +218,7 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
       what = e.what();
     } catch (...) {
     }
-    res.status = 500;
+    res.status = kHttpInternalError;
     res.set_content(nlohmann::json{{"error", what}}.dump(), "application/json");
   });
   const int bound = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);

@@ -3,8 +3,6 @@
 // counted); scripts read the CLI's. Documented in README.md ("Exit codes").
 #pragma once
 
-#include "wire/job_state.h"
-
 namespace elastrain {
 
 inline constexpr int kExitSuccess = 0;
@@ -12,12 +10,5 @@ inline constexpr int kExitFailure = 1;      // a runtime failure: I/O error, los
 inline constexpr int kExitBadConfig = 2;    // the configuration or the command line cannot run
 inline constexpr int kExitPreempted = 3;    // left after a preemption notice (SIGTERM), state saved
 inline constexpr int kExitStopped = 4;      // stopped by `elastrain stop`; the same command resumes it
-
-// How a command that ran a job to its end exits (the one map from job state to code).
-inline int ExitCodeForJobState(JobState s) {
-  if (s == JobState::kSucceeded) return kExitSuccess;
-  if (s == JobState::kStopped) return kExitStopped;
-  return kExitFailure;
-}
 
 }  // namespace elastrain

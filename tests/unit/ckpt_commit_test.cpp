@@ -11,18 +11,14 @@
 
 #include "ckpt/checkpoint.h"
 #include "common/files.h"
+#include "test_dirs.h"
 
 namespace elastrain::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  std::string dir = fs::temp_directory_path().string() + "/ckpt_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return FreshDir("ckpt_" + name); }
 
 // Two tensor ranks: "w" (4, 6) split along dim 1, "b" (5,) replicated, from rank 0.
 std::vector<PieceSpec> RankPieces(int t) {

@@ -12,18 +12,14 @@
 #include "comm/sharding.h"
 #include "common/files.h"
 #include "model/layout.h"
+#include "test_dirs.h"
 
 namespace elastrain::ckpt {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  std::string dir = fs::temp_directory_path().string() + "/ckpt_" + name + "_" + std::to_string(::getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return FreshDir("ckpt_" + name); }
 
 // Distinct, exactly representable values per kind and global flat index.
 float Value(StateKind k, int64_t global_flat) {

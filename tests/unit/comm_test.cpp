@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "comm/process_group.h"
+#include "test_dirs.h"
 
 namespace elastrain {
 namespace {
@@ -30,19 +31,6 @@ using std::chrono::milliseconds;
 long long MsSince(Clock::time_point t) {
   return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
 }
-
-// A fresh directory per test, removed afterwards.
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "elastrain_comm_XXXXXX").string();
-    path = mkdtemp(tmpl.data()) ? tmpl : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  std::string path;
-};
 
 GroupOptions Opts(milliseconds timeout) {
   GroupOptions opt;
@@ -162,8 +150,8 @@ TEST(CommProcessGroup, RejectsBadArguments) {
 // A worker holds a group over all ranks and one over its tensor-parallel pair at once;
 // both share the process's TCP device and one file store, apart by prefix.
 TEST(CommProcessGroup, SeveralGroupsPerProcessOverOneFileStore) {
-  TempDir dir;
-  auto store = MakeFileStore(dir.path + "/rendezvous/nested");
+  ScopedTempDir dir("comm");
+  auto store = MakeFileStore(dir.path() + "/rendezvous/nested");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
   const int w = 4;
   std::vector<std::thread> threads;
@@ -191,8 +179,8 @@ TEST(CommProcessGroup, SeveralGroupsPerProcessOverOneFileStore) {
 // and over the file store as the last rank (Gloo first reads the lower ranks' keys with
 // get(), which the file store would let block for 30 s).
 TEST(CommProcessGroup, ConnectTimesOutWhenAPeerNeverShowsUp) {
-  TempDir dir;
-  auto file_store = MakeFileStore(dir.path);
+  ScopedTempDir dir("comm");
+  auto file_store = MakeFileStore(dir.path());
   ASSERT_TRUE(file_store.ok());
   struct Case {
     std::shared_ptr<gloo::rendezvous::Store> store;
@@ -340,16 +328,16 @@ std::string DescribeGone(const std::string& dir, int world) {
 // survivors' reports; the victim is killed and reaped here.
 std::vector<ChildReport> RunForkedRanks(int world, int victim, milliseconds timeout,
                                         void (*fail)(), int* victim_signal) {
-  TempDir dir;
+  ScopedTempDir dir("comm");
   std::vector<pid_t> pids(world, -1);
   for (int r = 0; r < world; ++r) {
     pids[r] = fork();
     if (pids[r] != 0) continue;
     // Child: never return into gtest; report through files and the exit code.
-    std::ofstream(dir.path + "/pid." + std::to_string(r)) << getpid() << "\n";
-    auto store = MakeFileStore(dir.path + "/store");
+    std::ofstream(dir.path() + "/pid." + std::to_string(r)) << getpid() << "\n";
+    auto store = MakeFileStore(dir.path() + "/store");
     GroupOptions opt = Opts(timeout);
-    const std::string d = dir.path;
+    const std::string d = dir.path();
     // The probe's own polling is not failure-detection time; keep it out of the report.
     static long long probe_ms = 0;
     opt.describe_lost_peers = [d, world] {
@@ -367,7 +355,7 @@ std::vector<ChildReport> RunForkedRanks(int world, int victim, milliseconds time
     const auto start = Clock::now();
     Status st = (*pg)->AllReduceSum(x.data(), x.size());
     const long long ms = MsSince(start) - probe_ms;
-    std::ofstream(dir.path + "/report." + std::to_string(r))
+    std::ofstream(dir.path() + "/report." + std::to_string(r))
         << static_cast<int>(st.code()) << " " << ms << "\n" << st.message() << "\n";
     _exit(st.ok() ? 6 : 0);
   }
@@ -400,7 +388,7 @@ std::vector<ChildReport> RunForkedRanks(int world, int victim, milliseconds time
     EXPECT_NE(exit_status[r], -1) << "rank " << r << " hung past 15 s";
     EXPECT_TRUE(WIFEXITED(exit_status[r]) && WEXITSTATUS(exit_status[r]) == 0)
         << "rank " << r << " exit status " << exit_status[r];
-    reports.push_back(ReadReport(dir.path + "/report." + std::to_string(r)));
+    reports.push_back(ReadReport(dir.path() + "/report." + std::to_string(r)));
   }
   return reports;
 }

@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "common/files.h"
 #include "config/config.h"
 #include "config/config_keys.h"
+#include "test_dirs.h"
 
 namespace elastrain {
 namespace {
@@ -29,17 +31,16 @@ std::string SourceDir() {
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("elastrain_config_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    scratch_ = std::make_unique<ScopedTempDir>("config_test");
+    dir_ = scratch_->path();
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override { scratch_.reset(); }
   std::string Write(const std::string& name, const std::string& text) {
     std::string path = (dir_ / name).string();
     std::ofstream(path) << text;
     return path;
   }
+  std::unique_ptr<ScopedTempDir> scratch_;
   fs::path dir_;
 };
 

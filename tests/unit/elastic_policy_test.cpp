@@ -20,219 +20,19 @@
 #include "elastic/policy.h"
 #include "wire/protocol.h"
 #include "wire/stop_reason.h"
+#include "policy_test_builders.h"
 
 namespace elastrain {
 namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-constexpr double kT0 = 1'000'000;  // an arbitrary wall-clock origin
-
-// ---- Settings ---------------------------------------------------------------------------
-
-JobSettings Settings(int min_workers, int max_workers) {
-  JobSettings s;
-  s.job_id = "job-1";
-  s.min_workers = min_workers;
-  s.max_workers = max_workers;
-  s.max_failures = 3;
-  s.resource_wait_timeout = 300;
-  s.heartbeat_timeout = 60;
-  s.collective_timeout = 60;
-  s.placement = "PACK";
-  s.host_failure_threshold = 2;
-  s.host_cooldown_seconds = 300;
-  s.fail_at_step = 0;
-  s.rendezvous = RendezvousAddress::File("/tmp/rdzv");
-  // Any world size: pure data parallelism.
-  s.mesh_for = [](int world) -> Result<Mesh> { return Mesh(world, 1, 1); };
-  return s;
-}
-
-// Only even world sizes run.
-Result<Mesh> EvenOnly(int world) {
-  if (world % 2 != 0) return Status::InvalidArgument(fmt::format("world {} is odd", world));
-  return Mesh(world, 1, 1);
-}
-
-// ---- The cluster as the store shows it ----------------------------------------------------
-
-struct Cluster {
-  std::vector<AgentInfo> agents;
-  std::vector<ObservedWorker> workers;
-  int next_pid = 100;
-
-  void AddAgent(const std::string& id, const std::string& host, int slots) {
-    AgentInfo a;
-    a.id = id;
-    a.host = host;
-    a.address = host + ":0";
-    a.slots = slots;
-    a.pid = 1;
-    a.started_at = kT0 - 100;
-    agents.push_back(a);
-  }
-  const AgentInfo& AgentById(const std::string& id) const {
-    for (const AgentInfo& a : agents)
-      if (a.id == id) return a;
-    ADD_FAILURE() << "no agent " << id;
-    return agents.front();
-  }
-  // A worker in `phase` (idle by default: ready for a generation, never ran one).
-  ObservedWorker& AddWorker(const std::string& id, const std::string& agent, const std::string& phase = "idle") {
-    ObservedWorker w;
-    w.rec.id = id;
-    w.rec.slot = static_cast<int>(workers.size());
-    w.rec.pid = next_pid++;
-    w.rec.phase = phase;
-    w.rec.train_phase = phase == "idle" ? "idle" : "setup";
-    w.agent = agent;
-    w.host = AgentById(agent).host;
-    workers.push_back(w);
-    return workers.back();
-  }
-  ObservedWorker& W(const std::string& id) {
-    for (ObservedWorker& w : workers)
-      if (w.rec.id == id) return w;
-    ADD_FAILURE() << "no worker " << id;
-    return workers.front();
-  }
-  void RemoveAgent(const std::string& id) {
-    agents.erase(std::remove_if(agents.begin(), agents.end(), [&](const AgentInfo& a) { return a.id == id; }),
-                 agents.end());
-    workers.erase(
-        std::remove_if(workers.begin(), workers.end(), [&](const ObservedWorker& w) { return w.agent == id; }),
-        workers.end());
-  }
-  // Every live agent has reported.
-  Observation Obs(double now, const std::optional<Plan>& plan, bool stop = false) const {
-    Observation o;
-    o.now = now;
-    o.agents = agents;
-    for (const AgentInfo& a : agents) o.reported.push_back(a.id);
-    o.workers = workers;
-    o.plan = plan;
-    o.stop_requested = stop;
-    return o;
-  }
-};
-
-// The members of `plan` are in its training loop at `step`.
-void MarkRunning(Cluster& c, const Plan& plan, int64_t step, double now) {
-  for (const PlanMember& m : plan.members) {
-    WorkerRecord& r = c.W(m.worker).rec;
-    r.phase = "running";
-    r.generation = plan.generation;
-    r.rank = m.rank;
-    r.start_step = plan.restore.step;
-    r.step = step;
-    r.train_phase = "train";
-    r.first_step_time = now;
-    r.last_step_time = now;
-    r.last_progress = now;
-    r.outcome.clear();
-    r.stop_reasons = 0;
-    r.error.clear();
-  }
-}
-
-// A member ended its generation and waits for the next (keeps generation and rank).
-void MarkIdle(Cluster& c, const std::string& id, const std::string& outcome, int64_t state_step = -1,
-              int stop_reasons = 0) {
-  WorkerRecord& r = c.W(id).rec;
-  r.phase = "idle";
-  r.train_phase = "idle";
-  r.outcome = outcome;
-  r.state_step = state_step;
-  r.stop_reasons = stop_reasons;
-  if (outcome == "failed") r.error = "allreduce failed: connection reset by peer";
-}
-
-// The agent saw the worker's process end (keeps generation and rank).
-std::string MarkExited(Cluster& c, const std::string& id, const std::string& kind, double when,
-                       const std::string& what = "was killed by signal 9 (SIGKILL)") {
-  ObservedWorker& w = c.W(id);
-  WorkerRecord& r = w.rec;
-  r.phase = "exited";
-  r.exit_kind = kind;
-  r.exit_signal = kind == "failure" ? 9 : 0;
-  r.exit_time = when;
-  // As the agent writes it (Agent::Impl::OnExit): who, then what happened.
-  r.exit_desc = fmt::format("worker rank {} (pid {}) on host {} {}", r.rank, r.pid, w.host, what);
-  return r.exit_desc;
-}
-
-// A plan for `gen` with ranks in the order given.
-Plan HandPlan(Cluster& c, int64_t gen, const std::vector<std::string>& ids) {
-  Plan p;
-  p.job_id = "job-1";
-  p.generation = gen;
-  p.world = static_cast<int>(ids.size());
-  p.data = p.world;
-  p.rendezvous = RendezvousAddress::File("/tmp/rdzv");
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const ObservedWorker& w = c.W(ids[i]);
-    p.members.push_back({static_cast<int>(i), w.rec.id, w.agent, w.host, w.rec.pid});
-  }
-  return p;
-}
-
-// The record of a job whose generation `plan` is running.
-JobRecord RunningRecord(const Plan& plan, double now) {
-  JobRecord r;
-  r.job_id = "job-1";
-  r.state = JobState::kRunning;
-  r.generation = plan.generation;
-  r.world = plan.world;
-  r.started_at = now - 100;
-  r.updated_at = now;
-  return r;
-}
-
-// ---- Decisions --------------------------------------------------------------------------
-
-int CountEvents(const Decision& d, const std::string& name) {
-  return static_cast<int>(std::count_if(d.events.begin(), d.events.end(), [&](const Event& e) { return e.name == name; }));
-}
-const Event* FindEvent(const Decision& d, const std::string& name) {
-  for (const Event& e : d.events)
-    if (e.name == name) return &e;
-  return nullptr;
-}
-std::vector<std::string> EventNames(const Decision& d) {
-  std::vector<std::string> out;
-  for (const Event& e : d.events) out.push_back(e.name);
-  return out;
-}
-// The job_state transitions of a decision, as "FROM->TO".
-std::vector<std::string> Transitions(const Decision& d) {
-  std::vector<std::string> out;
-  for (const Event& e : d.events)
-    if (e.name == "job_state") out.push_back(e.fields["from"].get<std::string>() + "->" + e.fields["to"].get<std::string>());
-  return out;
-}
-std::vector<std::string> MemberIds(const Plan& p) {
-  std::vector<std::string> out;
-  for (const PlanMember& m : p.members) out.push_back(m.worker);
-  return out;
-}
-std::vector<std::string> MemberHosts(const Plan& p) {
-  std::vector<std::string> out;
-  for (const PlanMember& m : p.members) out.push_back(m.host);
-  return out;
-}
-std::string Names(const Decision& d) {
-  std::string out = "events:";
-  for (const std::string& n : EventNames(d)) out += " " + n;
-  return out;
-}
+using namespace ::elastrain::policy_test;  // NOLINT: the builders are the tests' vocabulary
 
 // ---- 1. The first generation ---------------------------------------------------------------
 
 TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
   Cluster c;
-  c.AddAgent("a1", "h1", 4);
-  for (int i = 0; i < 4; ++i) c.AddWorker(fmt::format("a1-w{}", i), "a1");
+  c.AddHost("a1", "h1", 4);
   const JobSettings s = Settings(2, 4);
   JobRecord rec;
   rec.job_id = "job-1";
@@ -318,8 +118,7 @@ TEST(ElasticPolicyFirstGeneration, StartsAtOnceWhenTheStartingWorkersWouldNotBeN
 
 TEST(ElasticPolicyFirstGeneration, TakesTheLargestWorldWithAValidMesh) {
   Cluster c;
-  c.AddAgent("a1", "h1", 3);
-  for (int i = 0; i < 3; ++i) c.AddWorker(fmt::format("a1-w{}", i), "a1");
+  c.AddHost("a1", "h1", 3);
   JobSettings s = Settings(1, 4);
   s.mesh_for = EvenOnly;
   const Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
@@ -349,8 +148,7 @@ struct FourOnOne {
   Plan plan;
   JobRecord rec;
   FourOnOne() {
-    c.AddAgent("a1", "h1", 4);
-    for (int i = 0; i < 4; ++i) c.AddWorker(fmt::format("a1-w{}", i), "a1");
+    c.AddHost("a1", "h1", 4);
     plan = HandPlan(c, 0, {"a1-w3", "a1-w0", "a1-w2", "a1-w1"});
     MarkRunning(c, plan, 7, kT0 - 10);
     rec = RunningRecord(plan, kT0 - 10);
@@ -511,14 +309,9 @@ TEST(ElasticPolicyFailure, UnlimitedBudgetKeepsGoing) {
 
 TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"});
-  MarkRunning(c, plan, 12, kT0 - 5);
-  const JobRecord rec = RunningRecord(plan, kT0 - 5);
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 1);
+  const auto [plan, rec] = StartGeneration(c, 0, {"a1-w0", "a1-w1", "a2-w0"}, 12, kT0 - 5);
   const JobSettings s = Settings(2, 4);
 
   // a2 got a preemption notice; its worker left; the others stop at the step boundary.
@@ -552,14 +345,9 @@ TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
 // shows its worker as the agent left it: exited, kind "preempted".
 TEST(ElasticPolicyPreemption, WorkerOfADepartedAgentIsNoFailure) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"});
-  MarkRunning(c, plan, 12, kT0 - 5);
-  const JobRecord rec = RunningRecord(plan, kT0 - 5);
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 1);
+  const auto [plan, rec] = StartGeneration(c, 0, {"a1-w0", "a1-w1", "a2-w0"}, 12, kT0 - 5);
   MarkExited(c, "a2-w0", "preempted", kT0 - 1, "did not leave within preemption_notice_seconds; killed");
   MarkIdle(c, "a1-w0", "stopped", 12, kStopPreemption);
   MarkIdle(c, "a1-w1", "stopped", 12, kStopPreemption);
@@ -580,14 +368,9 @@ TEST(ElasticPolicyPreemption, WorkerOfADepartedAgentIsNoFailure) {
 // exited with kind "preempted"; this covers a report written earlier).
 TEST(ElasticPolicyPreemption, NotYetExitedWorkerOfADepartedAgentIsNoFailure) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"});
-  MarkRunning(c, plan, 12, kT0 - 5);
-  const JobRecord rec = RunningRecord(plan, kT0 - 5);
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 1);
+  const auto [plan, rec] = StartGeneration(c, 0, {"a1-w0", "a1-w1", "a2-w0"}, 12, kT0 - 5);
   Observation o = c.Obs(kT0, plan);
   o.agents.pop_back();    // a2 no longer leased
   o.reported.pop_back();
@@ -607,14 +390,9 @@ TEST(ElasticPolicyPreemption, NotYetExitedWorkerOfADepartedAgentIsNoFailure) {
 
 TEST(ElasticPolicyHostLoss, LostHostIsAFailureAndLeavesThePlan) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a2-w0", "a1-w1"});
-  MarkRunning(c, plan, 20, kT0 - 5);
-  const JobRecord rec = RunningRecord(plan, kT0 - 5);
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 1);
+  const auto [plan, rec] = StartGeneration(c, 0, {"a1-w0", "a2-w0", "a1-w1"}, 20, kT0 - 5);
   const JobSettings s = Settings(2, 4);
 
   c.RemoveAgent("a2");  // its lease expired: neither agent nor report
@@ -642,9 +420,7 @@ TEST(ElasticPolicyHostLoss, LostHostIsAFailureAndLeavesThePlan) {
 
 TEST(ElasticPolicyHostLoss, AgentThatHasNotReportedYetIsNotLost) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 3, kT0);
   Observation o = c.Obs(kT0 + 1, plan);
@@ -660,9 +436,7 @@ TEST(ElasticPolicyHostLoss, AgentThatHasNotReportedYetIsNotLost) {
 
 TEST(ElasticPolicyHostLoss, WorkerMissingFromALiveAgentsReportIsLost) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 3, kT0);
   c.workers.pop_back();  // a1 reports, but no longer a1-w1
@@ -675,9 +449,7 @@ TEST(ElasticPolicyHostLoss, WorkerMissingFromALiveAgentsReportIsLost) {
 
 TEST(ElasticPolicyResources, WaitsBelowMinWorkersThenFailsAfterTheTimeout) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   JobSettings s = Settings(3, 4);
   s.resource_wait_timeout = 300;
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
@@ -705,14 +477,11 @@ TEST(ElasticPolicyResources, WaitsBelowMinWorkersThenFailsAfterTheTimeout) {
 
 TEST(ElasticPolicyResources, StartsWhenWorkersArriveWhileWaiting) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const JobSettings s = Settings(3, 4);
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   ASSERT_EQ(d.record.state, JobState::kWaitingForResources);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a2-w0", "a2");
+  c.AddHost("a2", "h2", 1);
   d = Decide(d.record, c.Obs(kT0 + 200, std::nullopt), s);
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_EQ(d.plan->world, 3);
@@ -746,8 +515,7 @@ struct TwoRunningTwoIdle {
   Plan plan;
   JobRecord rec;
   TwoRunningTwoIdle() {
-    c.AddAgent("a1", "h1", 4);
-    for (int i = 0; i < 4; ++i) c.AddWorker(fmt::format("a1-w{}", i), "a1");
+    c.AddHost("a1", "h1", 4);
     plan = HandPlan(c, 0, {"a1-w1", "a1-w0"});
     MarkRunning(c, plan, 30, kT0);
     rec = RunningRecord(plan, kT0);
@@ -815,12 +583,8 @@ TEST(ElasticPolicyScaleUp, NoResizeWhenTheLargerWorldHasNoMesh) {
 // pointless stop and restart every generation while the cool-down lasts.
 TEST(ElasticPolicyScaleUp, CooledHostDoesNotTriggerAResize) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  c.AddWorker("a2-w1", "a2");
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 2);
   const Plan plan = HandPlan(c, 3, {"a2-w0", "a2-w1"});
   MarkRunning(c, plan, 40, kT0);
   JobRecord rec = RunningRecord(plan, kT0);
@@ -844,9 +608,7 @@ struct Ended {
   Plan plan;
   JobRecord rec;
   Ended(int64_t state_step, int64_t latest_checkpoint) {
-    c.AddAgent("a1", "h1", 2);
-    c.AddWorker("a1-w0", "a1");
-    c.AddWorker("a1-w1", "a1");
+    c.AddHost("a1", "h1", 2);
     plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
     MarkRunning(c, plan, state_step, kT0 - 50);
     MarkIdle(c, "a1-w0", "stopped", state_step, kStopResize);
@@ -920,12 +682,8 @@ TEST(ElasticPolicyRestore, CheckpointWhenNobodyHoldsAReplica) {
 // h1 and h2 with two workers each; generations 0 and 1 each lose a worker on h1 (the
 // agent replaces it with a new idle worker). Returns the decision after the second.
 Decision TwoFailuresOnH1(int min_workers, Cluster& c) {
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  c.AddWorker("a2-w1", "a2");
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 2);
   JobSettings s = Settings(min_workers, 4);
   s.max_failures = 5;
   s.host_failure_threshold = 2;
@@ -984,9 +742,7 @@ TEST(ElasticPolicyCooldown, CooledHostIsUsedWhenNothingElseRunsMinWorkers) {
 TEST(ElasticPolicyCooldown, FailuresFurtherApartThanTheWindowDoNotCoolDown) {
   // Two failed generations on h1, 400 s apart (host_cooldown_seconds = 300).
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   JobSettings s = Settings(1, 2);
   s.max_failures = 5;
   Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
@@ -1005,11 +761,8 @@ TEST(ElasticPolicyCooldown, FailuresFurtherApartThanTheWindowDoNotCoolDown) {
 
 TEST(ElasticPolicyStraggler, KilledOnceAfterCollectiveTimeoutPlusGrace) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 1);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"});
   MarkRunning(c, plan, 9, kT0 - 5);
   JobSettings s = Settings(1, 3);
@@ -1052,9 +805,7 @@ TEST(ElasticPolicyStraggler, KilledOnceAfterCollectiveTimeoutPlusGrace) {
 
 TEST(ElasticPolicyUserStop, StopsTheGenerationThenTheJob) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 50, kT0);
   const JobSettings s = Settings(1, 2);
@@ -1088,8 +839,7 @@ TEST(ElasticPolicyUserStop, StopsTheGenerationThenTheJob) {
 
 TEST(ElasticPolicyUserStop, StopBetweenGenerationsEndsTheJob) {
   Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddWorker("a1-w0", "a1");
+  c.AddHost("a1", "h1", 1);
   JobRecord rec;
   rec.state = JobState::kRecovering;
   rec.generation = 2;
@@ -1114,9 +864,7 @@ TEST(ElasticPolicyUserStop, UserStopAndResizeShareOneRequest) {
 
 TEST(ElasticPolicyCompletion, AllCompletedSucceeds) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 100, kT0);
   const JobSettings s = Settings(1, 2);
@@ -1144,12 +892,8 @@ TEST(ElasticPolicyCompletion, AllCompletedSucceeds) {
 
 Cluster TwoByTwo() {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddAgent("a2", "h2", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
-  c.AddWorker("a2-w0", "a2");
-  c.AddWorker("a2-w1", "a2");
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 2);
   return c;
 }
 
@@ -1171,11 +915,8 @@ TEST(ElasticPolicyPlacement, PackFillsOneAgentSpreadUsesBoth) {
 
 TEST(ElasticPolicyPlacement, PackPrefersTheAgentWithMostIdleWorkers) {
   Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddAgent("a2", "h2", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a2-w0", "a2");
-  c.AddWorker("a2-w1", "a2");
+  c.AddHost("a1", "h1", 1);
+  c.AddHost("a2", "h2", 2);
   const Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), Settings(1, 2));
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_THAT(MemberHosts(*d.plan), ElementsAre("h2", "h2"));
@@ -1197,10 +938,8 @@ TEST(ElasticPolicyPlacement, PreemptingAgentsAndBusyWorkersAreNotCandidates) {
 
 TEST(ElasticPolicyStall, WholeGenerationWithoutStepsIsHung) {
   Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddAgent("a2", "h2", 1);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a2-w0", "a2");
+  c.AddHost("a1", "h1", 1);
+  c.AddHost("a2", "h2", 1);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a2-w0"});
   MarkRunning(c, plan, 17, kT0);
   c.W("a2-w0").rec.last_step_time = kT0 + 5;  // the newest step
@@ -1231,9 +970,7 @@ TEST(ElasticPolicyStall, WholeGenerationWithoutStepsIsHung) {
 
 TEST(ElasticPolicyStall, NotHungOutsideTheTrainingLoopOrBeforeTheFirstStep) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 17, kT0);
   const JobSettings s = Settings(1, 2);
@@ -1253,9 +990,7 @@ TEST(ElasticPolicyStall, NotHungOutsideTheTrainingLoopOrBeforeTheFirstStep) {
 
 TEST(ElasticPolicyInjection, ArmedUntilAGenerationReachesTheStep) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   JobSettings s = Settings(1, 2);
   s.fail_at_step = 5;
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
@@ -1288,8 +1023,7 @@ TEST(ElasticPolicyInjection, ArmedUntilAGenerationReachesTheStep) {
 
 TEST(ElasticPolicyInjection, NeverArmedWithoutFailAtStep) {
   Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddWorker("a1-w0", "a1");
+  c.AddHost("a1", "h1", 1);
   const Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), Settings(1, 1));
   ASSERT_TRUE(d.plan);
   EXPECT_FALSE(d.plan->inject_failure);
@@ -1299,8 +1033,7 @@ TEST(ElasticPolicyInjection, NeverArmedWithoutFailAtStep) {
 
 TEST(ElasticPolicyMisc, MissingPlanIsPlannedAgain) {
   Cluster c;
-  c.AddAgent("a1", "h1", 1);
-  c.AddWorker("a1-w0", "a1");
+  c.AddHost("a1", "h1", 1);
   JobRecord rec;
   rec.state = JobState::kRunning;
   rec.generation = 4;
@@ -1332,9 +1065,7 @@ TEST(ElasticPolicyMisc, UnknownStateInTheStoreIsRefusedWhenRead) {
 
 TEST(ElasticPolicyMisc, FirstStepIsNotedOnce) {
   Cluster c;
-  c.AddAgent("a1", "h1", 2);
-  c.AddWorker("a1-w0", "a1");
-  c.AddWorker("a1-w1", "a1");
+  c.AddHost("a1", "h1", 2);
   const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
   MarkRunning(c, plan, 1, kT0);
   c.W("a1-w1").rec.first_step_time = kT0 - 1;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/signals.h"
+#include "test_wait.h"
 
 namespace elastrain {
 namespace {
@@ -47,8 +48,7 @@ TEST(Signals, HandlerRunsOnItsOwnThreadAndBlockingCallsAreNotInterrupted) {
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r != 0) return 11;  // interrupted (-1, EINTR) or spurious
     if (waited < 0.29) return 12;
-    for (int i = 0; i < 100 && !ran; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (!ran) return 13;
+    if (!WaitUntil([&] { return ran.load(); })) return 13;
     if (!other_thread) return 14;
     return 0;
   });
@@ -77,8 +77,7 @@ TEST(Signals, ClearingTheHandlerRestoresTheDefault) {
       SetSignalHandler(SIGINT, nullptr);  // as `elastrain train` does: a second Ctrl-C kills
     });
     ::kill(::getpid(), SIGINT);
-    for (int i = 0; i < 100 && calls == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (calls != 1) return 20;
+    if (!WaitUntil([&] { return calls.load() > 0; }) || calls != 1) return 20;
     ::kill(::getpid(), SIGINT);
     std::this_thread::sleep_for(std::chrono::seconds(5));
     return 21;
@@ -97,6 +96,42 @@ TEST(Signals, ASignalIgnoredAtStartStaysIgnored) {
   });
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The helper of the long-running commands: the first signal calls the notice, a second
+// one ends the process (kSecondSignalKills); once the notice is gone, signals are ignored.
+TEST(Signals, TerminationNoticeThenASecondSignalKills) {
+  const int status = InChild([] {
+    StartSignalThread();
+    std::atomic<int> calls{0};
+    TerminationNotice notice([&](int) { ++calls; }, TerminationNotice::Repeat::kSecondSignalKills);
+    ::kill(::getpid(), SIGTERM);
+    if (!WaitUntil([&] { return calls.load() > 0; }) || calls != 1) return 30;
+    ::kill(::getpid(), SIGINT);
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    return 31;
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status << " (30: the notice did not run)";
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+}
+
+TEST(Signals, TerminationNoticeCallsAgainAndIgnoresSignalsAfterItsEnd) {
+  const int status = InChild([] {
+    StartSignalThread();
+    std::atomic<int> calls{0};
+    {
+      TerminationNotice notice([&](int) { ++calls; }, TerminationNotice::Repeat::kCallAgain);
+      ::kill(::getpid(), SIGTERM);
+      if (!WaitUntil([&] { return calls.load() == 1; })) return 40;
+      ::kill(::getpid(), SIGINT);
+      if (!WaitUntil([&] { return calls.load() == 2; })) return 41;
+    }
+    ::kill(::getpid(), SIGTERM);  // ignored: the process lives on, the notice is not called
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return calls == 2 ? 0 : 42;
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "40, 41: a signal did not call the notice; 42: called after its end";
 }
 
 }  // namespace
