@@ -36,6 +36,19 @@ expect_error() {
   pass "$name (exit $rc): $out"
 }
 
+# wait_until SECONDS COMMAND...: runs COMMAND every 0.05 s until it succeeds (then true)
+# or SECONDS pass (then false). Tests wait on a condition with a generous deadline, never
+# a fixed sleep or a count of short polls: a loaded machine may be many times slower
+# than an idle one, and the deadline only catches a hang.
+wait_until() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    [ $SECONDS -ge $deadline ] && return 1
+    sleep 0.05
+  done
+}
+
 # losses FILE: the "loss" values of metrics.jsonl, one per line, as written.
 losses() { grep -o '"loss":[^,}]*' "$1" | cut -d: -f2; }
 eval_losses() { grep -o '"eval_loss":[^,}]*' "$1" | cut -d: -f2; }

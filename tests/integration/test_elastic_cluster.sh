@@ -13,13 +13,15 @@ start_head() {
   "$BIN" head --store "$ETCD_URL" --port 0 >"$WORK/head$1.log" 2>&1 &
   HEAD_PID=$!
   bg_track $HEAD_PID
-  for _ in $(seq 1 100); do
-    HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head$1.log" | head -1 || true)
-    [ -n "$HEAD" ] && return 0
-    sleep 0.05
-  done
+  wait_until 60 head_url_in "$WORK/head$1.log" && return 0
   fail "head did not start: $(cat "$WORK/head$1.log")"
 }
+# head_url_in LOG: sets HEAD to the API URL the head printed; false until it has.
+head_url_in() {
+  HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$1" | head -1 || true)
+  [ -n "$HEAD" ]
+}
+agent_gone() { ! kill -0 "${AGENT[$1]}" 2>/dev/null; }
 start_agent() {
   "$BIN" agent --store "$ETCD_URL" --slots 1 --id "$1" --host-name "$1" --lease-seconds 2 >"$WORK/$1.log" 2>&1 &
   AGENT[$1]=$!
@@ -53,12 +55,14 @@ wait_field world 3 90 && pass "3 workers on 3 hosts: $("$BIN" status --head "$HE
 wait_step $run 35 120 || fail "no step 35"
 out=$("$BIN" chaos kill --host h2 --head "$HEAD" 2>&1) && pass "elastrain chaos kill --host h2: $out" || fail "chaos: $out"
 lost_at=$(now)
-for _ in $(seq 1 100); do kill -0 "${AGENT[h2]}" 2>/dev/null || break; sleep 0.02; done
-kill -0 "${AGENT[h2]}" 2>/dev/null && fail "agent h2 still runs" || pass "agent h2 and its worker are gone"
+wait_until 30 agent_gone h2 && pass "agent h2 and its worker are gone" || fail "agent h2 still runs"
 wait_ev $run host_lost 30 && pass "host_lost: $(ev $run host_lost reason)" || fail "no host_lost event"
 t=$(ev $run host_lost time | head -1)
-awk -v a="$lost_at" -v b="$t" 'BEGIN { printf "lease expiry noticed %.2f s after the kill (lease 2 s)\n", b - a; exit !(b - a < 6) }' \
-  && pass "noticed through lease expiry" || fail "host loss noticed late"
+# Through the lease, not the 20 s heartbeat timeout: the reason says so (the delay is
+# printed, not asserted: a loaded machine stretches it).
+awk -v a="$lost_at" -v b="$t" 'BEGIN { printf "    lease expiry noticed %.2f s after the kill (lease 2 s)\n", b - a }'
+ev $run host_lost reason | grep -q "stopped renewing its lease" && pass "noticed through lease expiry" \
+  || fail "host loss not noticed through the lease: $(ev $run host_lost reason)"
 wait_field world 2 60 && pass "the job goes on with 2 workers (generation $(field generation))" || fail "world $(field world)"
 start_agent h4
 wait_field world 3 120 && pass "a fourth agent grew the world back to 3: $(ev $run resize_requested reason | tail -1)" \
@@ -69,7 +73,7 @@ grep -q "h4" <<<"$("$BIN" status --head "$HEAD")" && pass "host h4 holds a rank"
 gen_before=$(field generation)
 step_before=$(last_step $run)
 kill -9 $HEAD_PID
-sleep 3
+wait_step $run $((step_before + 3)) 60 || true
 step_down=$(last_step $run)
 [ "$step_down" -gt "$step_before" ] && pass "training went on while the head was down (step $step_before -> $step_down)" \
   || fail "no progress without the head ($step_before -> $step_down)"

@@ -17,7 +17,9 @@ ended=$(now)
 elapsed=$(awk -v a="$killed" -v b="$ended" 'BEGIN { printf "%.3f", b - a }')
 echo "the job exited $rc, $elapsed s after the kill"
 [ "$rc" -eq 1 ] && pass "exit code 1 (failure)" || fail "exit code $rc"
-awk -v e="$elapsed" 'BEGIN { exit !(e < 15) }' && pass "failed fast: ${elapsed}s (collective_timeout 60s)" || fail "took ${elapsed}s"
+# Faster than the 60 s collective timeout would allow (a few seconds on an idle machine);
+# 40 s keeps the two apart on a loaded one.
+awk -v e="$elapsed" 'BEGIN { exit !(e < 40) }' && pass "failed fast: ${elapsed}s (collective_timeout 60s)" || fail "took ${elapsed}s"
 lines=$(grep -c . "$WORK/err" || true)
 errline=$(grep "error:" "$WORK/err" || true)
 [ "$(grep -c "error:" "$WORK/err" || true)" -eq 1 ] && pass "one error line: $errline" || fail "error lines: $(grep error: "$WORK/err")"

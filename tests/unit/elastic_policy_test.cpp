@@ -149,8 +149,7 @@ struct FourOnOne {
   JobRecord rec;
   FourOnOne() {
     c.AddHost("a1", "h1", 4);
-    plan = HandPlan(c, 0, {"a1-w3", "a1-w0", "a1-w2", "a1-w1"});
-    MarkRunning(c, plan, 7, kT0 - 10);
+    plan = RunningPlan(c, 0, {"a1-w3", "a1-w0", "a1-w2", "a1-w1"}, 7, kT0 - 10);
     rec = RunningRecord(plan, kT0 - 10);
   }
 };
@@ -421,8 +420,7 @@ TEST(ElasticPolicyHostLoss, LostHostIsAFailureAndLeavesThePlan) {
 TEST(ElasticPolicyHostLoss, AgentThatHasNotReportedYetIsNotLost) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 3, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 3, kT0);
   Observation o = c.Obs(kT0 + 1, plan);
   o.reported.clear();
   o.workers.clear();
@@ -437,8 +435,7 @@ TEST(ElasticPolicyHostLoss, AgentThatHasNotReportedYetIsNotLost) {
 TEST(ElasticPolicyHostLoss, WorkerMissingFromALiveAgentsReportIsLost) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 3, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 3, kT0);
   c.workers.pop_back();  // a1 reports, but no longer a1-w1
   const Decision d = Decide(RunningRecord(plan, kT0), c.Obs(kT0 + 1, plan), Settings(1, 2));
   ASSERT_EQ(CountEvents(d, "host_lost"), 1) << Names(d);
@@ -516,8 +513,7 @@ struct TwoRunningTwoIdle {
   JobRecord rec;
   TwoRunningTwoIdle() {
     c.AddHost("a1", "h1", 4);
-    plan = HandPlan(c, 0, {"a1-w1", "a1-w0"});
-    MarkRunning(c, plan, 30, kT0);
+    plan = RunningPlan(c, 0, {"a1-w1", "a1-w0"}, 30, kT0);
     rec = RunningRecord(plan, kT0);
   }
 };
@@ -585,8 +581,7 @@ TEST(ElasticPolicyScaleUp, CooledHostDoesNotTriggerAResize) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
   c.AddHost("a2", "h2", 2);
-  const Plan plan = HandPlan(c, 3, {"a2-w0", "a2-w1"});
-  MarkRunning(c, plan, 40, kT0);
+  const Plan plan = RunningPlan(c, 3, {"a2-w0", "a2-w1"}, 40, kT0);
   JobRecord rec = RunningRecord(plan, kT0);
   rec.cooldown_until["h1"] = kT0 + 200;
   const JobSettings s = Settings(2, 4);
@@ -609,8 +604,7 @@ struct Ended {
   JobRecord rec;
   Ended(int64_t state_step, int64_t latest_checkpoint) {
     c.AddHost("a1", "h1", 2);
-    plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-    MarkRunning(c, plan, state_step, kT0 - 50);
+    plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, state_step, kT0 - 50);
     MarkIdle(c, "a1-w0", "stopped", state_step, kStopResize);
     MarkIdle(c, "a1-w1", "stopped", state_step, kStopResize);
     rec = RunningRecord(plan, kT0 - 50);
@@ -745,8 +739,7 @@ TEST(ElasticPolicyCooldown, FailuresFurtherApartThanTheWindowDoNotCoolDown) {
   c.AddHost("a1", "h1", 2);
   JobSettings s = Settings(1, 2);
   s.max_failures = 5;
-  Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 5, kT0);
+  Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 5, kT0);
   JobRecord rec = RunningRecord(plan, kT0);
   rec.host_failures["h1"] = {kT0 - 400};
   MarkExited(c, "a1-w0", "failure", kT0 + 1);
@@ -763,8 +756,7 @@ TEST(ElasticPolicyStraggler, KilledOnceAfterCollectiveTimeoutPlusGrace) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
   c.AddHost("a2", "h2", 1);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"});
-  MarkRunning(c, plan, 9, kT0 - 5);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0"}, 9, kT0 - 5);
   JobSettings s = Settings(1, 3);
   s.collective_timeout = 60;
   MarkExited(c, "a1-w0", "failure", kT0);
@@ -806,8 +798,7 @@ TEST(ElasticPolicyStraggler, KilledOnceAfterCollectiveTimeoutPlusGrace) {
 TEST(ElasticPolicyUserStop, StopsTheGenerationThenTheJob) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 50, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 50, kT0);
   const JobSettings s = Settings(1, 2);
   Decision d = Decide(RunningRecord(plan, kT0), c.Obs(kT0 + 1, plan, /*stop=*/true), s);
   ASSERT_TRUE(d.stop) << Names(d);
@@ -865,8 +856,7 @@ TEST(ElasticPolicyUserStop, UserStopAndResizeShareOneRequest) {
 TEST(ElasticPolicyCompletion, AllCompletedSucceeds) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 100, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 100, kT0);
   const JobSettings s = Settings(1, 2);
 
   // One done, the other still finishing its last step: wait.
@@ -940,8 +930,7 @@ TEST(ElasticPolicyStall, WholeGenerationWithoutStepsIsHung) {
   Cluster c;
   c.AddHost("a1", "h1", 1);
   c.AddHost("a2", "h2", 1);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a2-w0"});
-  MarkRunning(c, plan, 17, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a2-w0"}, 17, kT0);
   c.W("a2-w0").rec.last_step_time = kT0 + 5;  // the newest step
   JobSettings s = Settings(1, 2);
   s.heartbeat_timeout = 60;
@@ -971,8 +960,7 @@ TEST(ElasticPolicyStall, WholeGenerationWithoutStepsIsHung) {
 TEST(ElasticPolicyStall, NotHungOutsideTheTrainingLoopOrBeforeTheFirstStep) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 17, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 17, kT0);
   const JobSettings s = Settings(1, 2);
   const double late = kT0 + 10 * s.heartbeat_timeout;
 
@@ -1066,8 +1054,7 @@ TEST(ElasticPolicyMisc, UnknownStateInTheStoreIsRefusedWhenRead) {
 TEST(ElasticPolicyMisc, FirstStepIsNotedOnce) {
   Cluster c;
   c.AddHost("a1", "h1", 2);
-  const Plan plan = HandPlan(c, 0, {"a1-w0", "a1-w1"});
-  MarkRunning(c, plan, 1, kT0);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1"}, 1, kT0);
   c.W("a1-w1").rec.first_step_time = kT0 - 1;
   c.W("a1-w1").rec.step = 2;
   Decision d = Decide(RunningRecord(plan, kT0), c.Obs(kT0 + 1, plan), Settings(1, 2));

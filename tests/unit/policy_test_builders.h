@@ -190,8 +190,15 @@ inline JobRecord RunningRecord(const Plan& plan, double now) {
   return r;
 }
 
-// A generation `gen` of the workers `ids` (ranks in that order) in its training loop at
-// `step` since `now`, and the job's record of it: the usual start of a test.
+// The plan of generation `gen` of the workers `ids` (ranks in that order), its members
+// in their training loop at `step` since `now`.
+inline Plan RunningPlan(Cluster& c, int64_t gen, const std::vector<std::string>& ids, int64_t step, double now) {
+  Plan p = HandPlan(c, gen, ids);
+  MarkRunning(c, p, step, now);
+  return p;
+}
+
+// The same plan and the job's record of it: the usual start of a test.
 struct RunningGeneration {
   Plan plan;
   JobRecord rec;
@@ -199,8 +206,7 @@ struct RunningGeneration {
 inline RunningGeneration StartGeneration(Cluster& c, int64_t gen, const std::vector<std::string>& ids, int64_t step,
                                          double now) {
   RunningGeneration g;
-  g.plan = HandPlan(c, gen, ids);
-  MarkRunning(c, g.plan, step, now);
+  g.plan = RunningPlan(c, gen, ids, step, now);
   g.rec = RunningRecord(g.plan, now);
   return g;
 }
