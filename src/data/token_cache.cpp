@@ -83,49 +83,44 @@ Result<std::vector<int32_t>> Parse(const std::string& path, const std::string& d
   return tokens;
 }
 
-Result<std::vector<int32_t>> Tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& files) {
-  std::vector<std::vector<int32_t>> per_file(files.size());
+// Reads every file, in parallel, and hands its text to `use(i, text)` on that thread;
+// the first error in file order.
+template <typename Use>
+Status ForEachFileText(const std::vector<std::string>& files, Use use) {
   std::vector<Status> errors(files.size());
 #pragma omp parallel for schedule(dynamic)
   for (size_t i = 0; i < files.size(); ++i) {
     auto text = ReadFile(files[i]);
-    if (!text.ok()) {
-      errors[i] = text.status();
-      continue;
-    }
-    auto ids = tokenizer.Encode(*text);
-    if (!ids.ok()) {
-      errors[i] = Status::Internal(files[i] + ": " + ids.status().message());
-      continue;
-    }
+    errors[i] = text.ok() ? use(i, *text) : text.status();
+  }
+  for (const Status& st : errors) ELASTRAIN_RETURN_IF_ERROR(st);
+  return Status::OK();
+}
+
+Result<std::vector<int32_t>> Tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& files) {
+  std::vector<std::vector<int32_t>> per_file(files.size());
+  ELASTRAIN_RETURN_IF_ERROR(ForEachFileText(files, [&](size_t i, const std::string& text) {
+    auto ids = tokenizer.Encode(text);
+    if (!ids.ok()) return Status::Internal(files[i] + ": " + ids.status().message());
     per_file[i] = std::move(*ids);
-  }
+    return Status::OK();
+  }));
   std::vector<int32_t> all;
-  for (size_t i = 0; i < files.size(); ++i) {
-    ELASTRAIN_RETURN_IF_ERROR(errors[i]);
-    all.insert(all.end(), per_file[i].begin(), per_file[i].end());
-  }
+  for (const auto& ids : per_file) all.insert(all.end(), ids.begin(), ids.end());
   return all;
 }
 }  // namespace
 
 Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std::string>& files) {
   std::vector<uint64_t> sizes(files.size()), hashes(files.size());
-  std::vector<Status> errors(files.size());
-#pragma omp parallel for schedule(dynamic)
-  for (size_t i = 0; i < files.size(); ++i) {
-    auto text = ReadFile(files[i]);
-    if (!text.ok()) {
-      errors[i] = text.status();
-      continue;
-    }
-    sizes[i] = text->size();
-    hashes[i] = Hash64(text->data(), text->size());
-  }
+  ELASTRAIN_RETURN_IF_ERROR(ForEachFileText(files, [&](size_t i, const std::string& text) {
+    sizes[i] = text.size();
+    hashes[i] = Hash64(text.data(), text.size());
+    return Status::OK();
+  }));
   std::string material = tokenizer.id();
   material.push_back('\0');
   for (size_t i = 0; i < files.size(); ++i) {
-    ELASTRAIN_RETURN_IF_ERROR(errors[i]);
     material += files[i];
     material.push_back('\0');
     Put<uint64_t>(&material, sizes[i]);

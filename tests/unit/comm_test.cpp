@@ -21,6 +21,7 @@
 
 #include "comm/process_group.h"
 #include "test_dirs.h"
+#include "test_wait.h"
 
 namespace elastrain {
 namespace {
@@ -28,9 +29,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-long long MsSince(Clock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
-}
 
 GroupOptions Opts(milliseconds timeout) {
   GroupOptions opt;

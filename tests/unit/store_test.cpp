@@ -30,6 +30,7 @@
 #include "comm/process_group.h"
 #include "store/store.h"
 #include "test_dirs.h"
+#include "test_wait.h"
 #include "test_etcd.h"
 
 namespace elastrain {
@@ -38,9 +39,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-long long MsSince(Clock::time_point t) {
-  return std::chrono::duration_cast<milliseconds>(Clock::now() - t).count();
-}
 
 class StoreTest : public testing::TestWithParam<std::string> {
  protected:

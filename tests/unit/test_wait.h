@@ -11,6 +11,11 @@ namespace elastrain {
 
 inline constexpr std::chrono::milliseconds kTestWaitDeadline{10000};
 
+// Milliseconds since `t`, for printing how long something took (and for hang guards).
+inline long long MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count();
+}
+
 // Polls `condition` every `poll` until it returns true (then true) or `deadline`
 // passes (then false, after one last look).
 template <typename Condition>
