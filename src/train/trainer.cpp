@@ -298,6 +298,9 @@ void Trainer::BeginSummary(GenerationResult* out) const {
   s.global_batch_size = gb_;
   s.micro_batches_per_step = MicroBatches(gb_);
   s.activation_bytes = model_->ActivationBytes();
+  s.world_size = ctx_.world;
+  s.generation = ctx_.generation;
+  s.mesh = mesh_->ToString();
   out->start_step = start_step_;
 }
 
@@ -451,21 +454,7 @@ Status Trainer::WriteSummary(const TrainSummary& s) {
       ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(cfg_.final_params_path, bytes));
     }
   }
-  if (!is_chief()) return Status::OK();
-  nlohmann::json j = {{"steps", s.steps},
-                      {"global_batch_size", s.global_batch_size},
-                      {"micro_batches_per_step", s.micro_batches_per_step},
-                      {"first_loss", s.first_loss},
-                      {"final_loss", s.final_loss},
-                      {"first_eval_loss", s.first_eval_loss},
-                      {"final_eval_loss", s.final_eval_loss},
-                      {"tokens_per_sec", s.tokens_per_sec},
-                      {"mfu", s.mfu},
-                      {"wall_seconds", s.wall_seconds},
-                      {"world_size", ctx_.world},
-                      {"generation", ctx_.generation},
-                      {"mesh", mesh_->ToString()}};
-  return WriteFileAtomic(run_dir_ + "/summary.json", j.dump(2) + "\n");
+  return is_chief() ? WriteRunSummary(s) : Status::OK();
 }
 
 Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, double dt, double ckpt_stall) {

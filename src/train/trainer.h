@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "config/derived.h"
 #include "train/carried_state.h"
+#include "train/run_summary.h"
 #include "wire/stop_reason.h"
 
 namespace gloo::rendezvous {
@@ -26,19 +27,6 @@ class Store;
 }  // namespace gloo::rendezvous
 
 namespace elastrain {
-
-struct TrainSummary {
-  std::string run_dir;
-  int64_t steps = 0;
-  int64_t global_batch_size = 0;
-  int64_t micro_batches_per_step = 0;
-  double first_loss = 0, final_loss = 0;
-  double first_eval_loss = 0, final_eval_loss = 0;
-  double tokens_per_sec = 0;   // over all steps after the first
-  double mfu = 0;              // model FLOP/s over the peak (see model/flops.h)
-  double wall_seconds = 0;
-  size_t activation_bytes = 0;
-};
 
 // Where a generation's state comes from.
 struct RestoreSpec {
