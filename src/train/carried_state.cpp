@@ -16,7 +16,7 @@ Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* c) {
   ELASTRAIN_ASSIGN_OR_RETURN(Mesh mesh, ResolveMeshForConfig(cfg, cfg.max_workers));
   ELASTRAIN_ASSIGN_OR_RETURN(ModelConfig local, TensorLocalConfig(cfg.model, mesh.tensor()));
   c->model = std::make_unique<Transformer<float>>(local, cfg.per_device_batch_size, cfg.max_target_length,
-                                                  cfg.remat_policy == "full" ? RematPolicy::kFull : RematPolicy::kNone);
+                                                  cfg.remat_policy);
   c->model_tensor = mesh.tensor();
   if (mesh.fsdp() == 1 && mesh.tensor() == 1) {  // data parallel: a whole state, rebound later
     const Mesh one(1, 1, 1);
@@ -35,7 +35,7 @@ Status Trainer::TakeOrBuildModel() {
   } else {
     if (carried) carried->model.reset();
     model_ = std::make_unique<Transformer<float>>(local_model_, cfg_.per_device_batch_size, T_,
-                                                  cfg_.remat_policy == "full" ? RematPolicy::kFull : RematPolicy::kNone);
+                                                  cfg_.remat_policy);
   }
   model_->SetTensorParallel(coords_.tensor, nullptr);
   if (mesh_->tensor() > 1) {

@@ -52,8 +52,7 @@ Status Trainer::Setup() {
 }
 
 Status Trainer::ResolveMeshAndBatch() {
-  ELASTRAIN_ASSIGN_OR_RETURN(GemmBackend backend, ParseGemmBackend(cfg_.gemm_backend));
-  SetGemmBackend(backend);
+  SetGemmBackend(cfg_.gemm_backend);
   if (ctx_.mesh) {
     mesh_ = std::make_unique<Mesh>(*ctx_.mesh);
   } else {
@@ -74,7 +73,7 @@ Status Trainer::CheckMemoryFits() const {
   plan_batch.global_batch = gb_;
   plan_batch.micro_batch = cfg_.per_device_batch_size;
   plan_batch.seq_len = T_;
-  plan_batch.remat_full = cfg_.remat_policy == "full";
+  plan_batch.remat_full = cfg_.remat_policy == RematPolicy::kFull;
   const RankPlan mem = PlanRank(*mesh_, cfg_.model, plan_batch);
   const int64_t avail = AvailableMemoryBytes() / ctx_.world;
   if (mem.total_bytes() <= avail) return Status::OK();
@@ -178,9 +177,9 @@ void Trainer::LogSetup() const {
            cfg_.model.num_kv_heads, cfg_.model.mlp_dim, cfg_.model.vocab_size);
   LOG_INFO("data: {}", data_->Describe());
   LOG_INFO("batch: global {} x {} tokens over {} batch shards, micro-batch {}; remat {}; activations {:.1f} MiB", gb_,
-           T_, mesh_->batch_shards(), cfg_.per_device_batch_size, cfg_.remat_policy,
+           T_, mesh_->batch_shards(), cfg_.per_device_batch_size, RematPolicyName(cfg_.remat_policy),
            model_->ActivationBytes() / 1048576.0);
-  LOG_INFO("compute: {} threads, gemm {}, peak for MFU {:.1f} GFLOP/s ({})", ComputeThreads(), cfg_.gemm_backend,
+  LOG_INFO("compute: {} threads, gemm {}, peak for MFU {:.1f} GFLOP/s ({})", ComputeThreads(), GemmBackendName(cfg_.gemm_backend),
            peak_flops_ / 1e9, MfuPeakSource(cfg_));
 }
 
@@ -395,18 +394,24 @@ Status Trainer::EvaluateAndRecord(int64_t step, TrainSummary* s) {
 // fail_at_step: rehearse a failure of rank fail_rank right after that step.
 Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
   if (cfg_.fail_at_step != done || ctx_.rank != cfg_.fail_rank || !ctx_.inject_failure) return Status::OK();
-  LOG_WARN("fail_at_step={}: injecting a failure ({}) on rank {}", done, cfg_.fail_mode, ctx_.rank);
-  if (cfg_.fail_mode == "kill") ::raise(SIGKILL);
-  if (cfg_.fail_mode == "hang") ::raise(SIGSTOP);  // resumes only if someone sends SIGCONT
-  if (cfg_.fail_mode == "preempt") {
-    // To the process, not this thread: the signal thread (common/signals.h) takes it and
-    // turns it into a preemption notice, seen by the next step's stop check.
-    ::kill(::getpid(), SIGTERM);
-    return Status::OK();
+  LOG_WARN("fail_at_step={}: injecting a failure ({}) on rank {}", done, FailModeName(cfg_.fail_mode), ctx_.rank);
+  switch (cfg_.fail_mode) {
+    case FailMode::kKill:
+      ::raise(SIGKILL);
+      return Status::OK();
+    case FailMode::kHang:
+      ::raise(SIGSTOP);  // resumes only if someone sends SIGCONT
+      return Status::OK();
+    case FailMode::kPreempt:
+      // To the process, not this thread: the signal thread (common/signals.h) takes it and
+      // turns it into a preemption notice, seen by the next step's stop check.
+      ::kill(::getpid(), SIGTERM);
+      return Status::OK();
+    case FailMode::kExit:
+      out->injected_exit = true;
+      return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
   }
-  if (cfg_.fail_mode != "exit") return Status::OK();
-  out->injected_exit = true;
-  return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
+  return Status::OK();
 }
 
 void Trainer::NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step) {
