@@ -30,6 +30,7 @@ Status Trainer::Setup() {
   start_ = Clock::now();
   job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallSeconds();
   Phase("setup");
+  SetGemmBackend(cfg_.gemm_backend);
   ELASTRAIN_RETURN_IF_ERROR(ResolveMeshAndBatch());
   ELASTRAIN_RETURN_IF_ERROR(CheckMemoryFits());
   ELASTRAIN_RETURN_IF_ERROR(OpenRunDirectory());
@@ -52,7 +53,6 @@ Status Trainer::Setup() {
 }
 
 Status Trainer::ResolveMeshAndBatch() {
-  SetGemmBackend(cfg_.gemm_backend);
   if (ctx_.mesh) {
     mesh_ = std::make_unique<Mesh>(*ctx_.mesh);
   } else {
