@@ -119,27 +119,51 @@ Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
   return h;
 }
 
-Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
-    const std::string& path, const std::vector<Entry>& entries, const std::map<std::string, std::string>& metadata) {
-  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter());
-  w->path_ = path;
-  w->tmp_ = path + ".tmp";
+namespace {
+// The header of `entries`: its JSON text, padded with spaces so that the data starts
+// 8-byte aligned (allowed by the format), and each entry's byte offset and size within
+// the data.
+Result<std::string> HeaderText(const std::string& path, const std::vector<SafetensorsWriter::Entry>& entries,
+                               const std::map<std::string, std::string>& metadata, std::vector<int64_t>* offsets,
+                               std::vector<int64_t>* sizes) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> keys;
   int64_t offset = 0;
-  for (const Entry& e : entries) {
+  for (const SafetensorsWriter::Entry& e : entries) {
     if (!keys.insert(e.key).second || e.key == "__metadata__")
       return Status::InvalidArgument(fmt::format("{}: tensor key '{}' is not unique", path, e.key));
     int64_t bytes = 4;
     for (int64_t d : e.shape) bytes *= d;
     header[e.key] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
-    w->offsets_.push_back(offset);
-    w->sizes_.push_back(bytes);
+    offsets->push_back(offset);
+    sizes->push_back(bytes);
     offset += bytes;
   }
   std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes (allowed by the format)
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+// A rename is durable only once the directory entry is: fsyncs the directory of `path`.
+Status FsyncParentDirectory(const std::string& path) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0 || ::fsync(dfd) != 0) {
+    if (dfd >= 0) ::close(dfd);
+    return Status::IOError(fmt::format("{}: fsync of directory '{}' failed ({})", path, dir, Errno()));
+  }
+  ::close(dfd);
+  return Status::OK();
+}
+}  // namespace
+
+Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
+    const std::string& path, const std::vector<Entry>& entries, const std::map<std::string, std::string>& metadata) {
+  std::unique_ptr<SafetensorsWriter> w(new SafetensorsWriter());
+  w->path_ = path;
+  w->tmp_ = path + ".tmp";
+  ELASTRAIN_ASSIGN_OR_RETURN(const std::string text, HeaderText(path, entries, metadata, &w->offsets_, &w->sizes_));
   const uint64_t len = text.size();
   w->data_start_ = 8 + static_cast<int64_t>(len);
   w->fd_ = ::open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -192,14 +216,7 @@ Result<int64_t> SafetensorsWriter::Finish() {
     ::unlink(tmp_.c_str());
     return st;
   }
-  // The rename is durable only once the directory entry is.
-  const std::string dir = std::filesystem::path(path_).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0 || ::fsync(dfd) != 0) {
-    if (dfd >= 0) ::close(dfd);
-    return Status::IOError(fmt::format("{}: fsync of directory '{}' failed ({})", path_, dir, Errno()));
-  }
-  ::close(dfd);
+  ELASTRAIN_RETURN_IF_ERROR(FsyncParentDirectory(path_));
   return data_start_ + written_;
 }
 

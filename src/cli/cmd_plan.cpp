@@ -54,7 +54,7 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
       "batch: global {} rows x {} tokens per step; {} rows per tensor group = {} micro-batch(es) of "
       "{} (per_device_batch_size); remat_policy={}\n\n",
       batch.global_batch, batch.seq_len, p.batch_rows_per_rank, p.micro_batches, batch.micro_batch,
-      c.remat_policy);
+      RematPolicyName(c.remat_policy));
   out += mesh.LayoutTable();
   const MeshCoords c0 = mesh.Coords(0);
   out += fmt::format("  groups of rank 0 (d={} f={} t={}): tensor {}, fsdp {}, data {}, gradient {}\n\n",
@@ -77,7 +77,7 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
   out += fmt::format("  gradients     {:>11}  (4 B x params/rank)\n", Bytes(p.grad_bytes));
   out += fmt::format("  AdamW m+v     {:>11}  (8 B x params/rank)\n", Bytes(p.optimizer_bytes));
   out += fmt::format("  activations   {:>11}  (local model, {} rows x {} tokens, remat {})\n",
-                     Bytes(p.activation_bytes), batch.micro_batch, batch.seq_len, c.remat_policy);
+                     Bytes(p.activation_bytes), batch.micro_batch, batch.seq_len, RematPolicyName(c.remat_policy));
   out += fmt::format("  total         {:>11}   x {} ranks = {} (this machine has {} available)\n",
                      Bytes(p.total_bytes()), world, Bytes(p.total_bytes() * world), Bytes(AvailableMemoryBytes()));
   out += fmt::format("  FLOPs/step    {:.3e} model FLOPs of the global batch / {} ranks\n", p.model_flops_per_rank,
@@ -117,7 +117,7 @@ int RunPlanCommand(const std::vector<std::string>& args) {
   batch.global_batch = GlobalBatchSize(c);
   batch.micro_batch = c.per_device_batch_size;
   batch.seq_len = c.max_target_length;
-  batch.remat_full = c.remat_policy == "full";
+  batch.remat_full = c.remat_policy == RematPolicy::kFull;
   PrintPlan(c, mesh.value(), batch);
   return 0;
 }

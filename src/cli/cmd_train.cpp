@@ -46,28 +46,6 @@ void PrintSummary(const TrainSummary& s) {
       static_cast<long long>(s.micro_batches_per_step), s.run_dir.c_str());
 }
 
-Result<TrainSummary> ReadSummary(const std::string& run_dir) {
-  ELASTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(run_dir + "/summary.json"));
-  TrainSummary s;
-  try {
-    auto j = nlohmann::json::parse(text);
-    s.run_dir = run_dir;
-    s.steps = j.at("steps");
-    s.global_batch_size = j.at("global_batch_size");
-    s.micro_batches_per_step = j.at("micro_batches_per_step");
-    s.first_loss = j.at("first_loss");
-    s.final_loss = j.at("final_loss");
-    s.first_eval_loss = j.at("first_eval_loss");
-    s.final_eval_loss = j.at("final_eval_loss");
-    s.tokens_per_sec = j.at("tokens_per_sec");
-    s.mfu = j.at("mfu");
-    s.wall_seconds = j.at("wall_seconds");
-  } catch (const std::exception& e) {
-    return Status::Corruption(run_dir + "/summary.json: " + e.what());
-  }
-  return s;
-}
-
 // Embedded mode: the controller (a thread), the local agent (this thread: workers die
 // with the thread that spawned them) and the HTTP API, in this process, over an
 // in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
@@ -133,7 +111,7 @@ int RunElastic(const TrainConfig& cfg) {
   if (!record.ok()) return Fail(record.status());
   const JobRecord& r = record.value();
   if (r.state == JobState::kSucceeded) {
-    auto s = ReadSummary(spec->run_dir);
+    auto s = ReadRunSummary(spec->run_dir);
     if (!s.ok()) return Fail(s.status());
     PrintSummary(s.value());
     std::printf("  elastic    %lld generations, %lld failures (max_failures=%lld), events in %s/events.jsonl\n",

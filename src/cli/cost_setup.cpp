@@ -166,10 +166,10 @@ Result<CostSetup> BuildCostSetup(CostArgs& a) {
   r.model = cfg.model;
   r.seq_len = explicit_len ? cfg.max_target_length : cfg.model.max_seq_len;
   r.micro_batch = cfg.per_device_batch_size;
-  r.remat_full = cfg.remat_policy == "full";
+  r.remat_full = cfg.remat_policy == RematPolicy::kFull;
   s.shape_note = fmt::format("seq_len {} ({}), per_device_batch_size {} ({}), remat_policy {} ({})", r.seq_len,
                              explicit_len ? "max_target_length" : "the preset's context; max_target_length=N to change",
-                             r.micro_batch, explicit_batch ? "given" : "planning default", cfg.remat_policy,
+                             r.micro_batch, explicit_batch ? "given" : "planning default", RematPolicyName(cfg.remat_policy),
                              explicit_remat ? "given" : "planning default");
 
   ELASTRAIN_RETURN_IF_ERROR(ReadMfu(a, &s));

@@ -3,14 +3,63 @@
 // defaults; a CONFIG.yml and then `key=value` overrides are applied on top.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/choice.h"
+#include "common/gemm_backend.h"
 #include "common/status.h"
+#include "model/activations.h"
 #include "model/model_config.h"
 
 namespace elastrain {
+
+// The keys with a fixed set of words are enums from the moment the config loads; each
+// table below (and kRematPolicyChoices, kGemmBackendChoices) is the one list of a key's
+// words, used to parse it, print it and name the allowed values in errors.
+
+// fail_at_step's failure (configs/base.yml).
+enum class FailMode {
+  kExit,     // the generation fails and the worker exits with code 1
+  kKill,     // SIGKILL: the process vanishes
+  kHang,     // SIGSTOP: the process stops making progress
+  kPreempt,  // SIGTERM: a spot notice
+};
+inline constexpr std::array<Choice<FailMode>, 4> kFailModeChoices = {{
+    {"exit", FailMode::kExit},
+    {"kill", FailMode::kKill},
+    {"hang", FailMode::kHang},
+    {"preempt", FailMode::kPreempt},
+}};
+constexpr std::string_view FailModeName(FailMode m) { return ChoiceWord(kFailModeChoices, m); }
+
+// How the controller places ranks on hosts.
+enum class PlacementStrategy {
+  kPack,    // fill a host before the next
+  kSpread,  // one rank per host in turn
+};
+inline constexpr std::array<Choice<PlacementStrategy>, 2> kPlacementStrategyChoices = {{
+    {"PACK", PlacementStrategy::kPack},
+    {"SPREAD", PlacementStrategy::kSpread},
+}};
+constexpr std::string_view PlacementStrategyName(PlacementStrategy p) {
+  return ChoiceWord(kPlacementStrategyChoices, p);
+}
+
+// What a failed checkpoint save does to training (the previous checkpoint stays intact).
+enum class CheckpointFailurePolicy {
+  kContinue,  // log it and train on
+  kFail,      // fail the generation
+};
+inline constexpr std::array<Choice<CheckpointFailurePolicy>, 2> kCheckpointFailurePolicyChoices = {{
+    {"continue", CheckpointFailurePolicy::kContinue},
+    {"fail", CheckpointFailurePolicy::kFail},
+}};
+constexpr std::string_view CheckpointFailurePolicyName(CheckpointFailurePolicy p) {
+  return ChoiceWord(kCheckpointFailurePolicyChoices, p);
+}
 
 struct TrainConfig {
   // --- run ---
@@ -34,7 +83,7 @@ struct TrainConfig {
   double cosine_learning_rate_final_fraction = 0.1;
   double adam_b1 = 0.9, adam_b2 = 0.95, adam_eps = 1e-8, adam_weight_decay = 0.1;
   double gradient_clipping_threshold = 1.0;  // 0 disables
-  std::string remat_policy = "none";         // none | full
+  RematPolicy remat_policy = RematPolicy::kNone;  // none | full
   int64_t init_weights_seed = 0;
   // --- data ---
   std::string dataset_type = "synthetic";    // synthetic | text
@@ -46,13 +95,13 @@ struct TrainConfig {
   int64_t eval_steps = 4;                    // validation batches per evaluation
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
-  std::string gemm_backend = "onednn";       // onednn | openblas
+  GemmBackend gemm_backend = GemmBackend::kOneDnn;  // onednn | openblas
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
   int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)
   int64_t fail_at_step = 0;                  // > 0: rank fail_rank fails after this step (once per job)
   int64_t fail_rank = 0;                     // the rank that fail_at_step fails
-  std::string fail_mode = "exit";            // exit | kill | hang | preempt (see base.yml)
+  FailMode fail_mode = FailMode::kExit;      // exit | kill | hang | preempt (see base.yml)
   // --- checkpoints (ckpt/, docs/checkpoint-format.md) ---
   bool enable_checkpointing = true;
   std::string checkpoint_period_spec = "100";  // key checkpoint_period: steps, or "auto"
@@ -69,7 +118,7 @@ struct TrainConfig {
   bool save_checkpoint_on_completion = true;
   std::string load_full_state_path;
   std::string load_parameters_path;
-  std::string checkpoint_failure_policy = "continue";
+  CheckpointFailurePolicy checkpoint_failure_policy = CheckpointFailurePolicy::kContinue;  // continue | fail
   // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
   std::string num_workers_spec = "1";        // key num_workers: "N" (fixed) or "MIN:MAX" (elastic)
   int64_t min_workers = 1, max_workers = 1;  // parsed from num_workers_spec by LoadConfig
@@ -84,7 +133,7 @@ struct TrainConfig {
   int64_t max_failures = 3;                  // failures tolerated; -1 unlimited; resizes and preemptions do not count
   double resource_wait_timeout = 300;        // seconds to wait for min_workers before failing
   double worker_heartbeat_timeout = 60;      // seconds without progress before a worker counts as hung
-  std::string placement_strategy = "PACK";   // PACK | SPREAD
+  PlacementStrategy placement_strategy = PlacementStrategy::kPack;  // PACK | SPREAD
   double preemption_notice_seconds = 30;     // SIGTERM: save and leave within this
   int64_t host_failure_threshold = 2;        // failures on one host within host_cooldown_seconds that bench it
   double host_cooldown_seconds = 300;        // how long such a host is avoided

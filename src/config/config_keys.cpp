@@ -13,6 +13,19 @@ namespace elastrain {
 // into the function pointer that ConfigField holds.
 #define KEY(name, group, expr, doc) \
   ConfigKey { name, group, +[](TrainConfig& c) { return &c.expr; }, doc }
+// CHOICE(name, group, field, table of words, hint for a bad word, doc): an enum field.
+#define CHOICE(name, group, expr, table, hint, doc)                                                  \
+  ConfigKey {                                                                                      \
+    name, group,                                                                                   \
+        ChoiceField{+[](TrainConfig& c, std::string_view w) {                                      \
+                      const auto v = ParseChoice(table, w);                                        \
+                      if (v) c.expr = *v;                                                          \
+                      return v.has_value();                                                        \
+                    },                                                                             \
+                    +[](const TrainConfig& c) { return ChoiceWord(table, c.expr); },               \
+                    +[] { return ChoiceList(table); }, hint},                                      \
+        doc                                                                                        \
+  }
 
 const std::vector<ConfigKey>& ConfigKeys() {
   static const std::vector<ConfigKey> keys = {
@@ -45,7 +58,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("adam_eps", "optimisation", adam_eps, "AdamW epsilon added to the denominator, > 0"),
       KEY("adam_weight_decay", "optimisation", adam_weight_decay, "AdamW decoupled weight decay"),
       KEY("gradient_clipping_threshold", "optimisation", gradient_clipping_threshold, "clip the global gradient norm to this; 0 disables"),
-      KEY("remat_policy", "optimisation", remat_policy, "none | full (recompute each block's activations in backward)"),
+      CHOICE("remat_policy", "optimisation", remat_policy, kRematPolicyChoices, " (elastrain implements only these; MaxText's finer policies are not supported)", "none | full (recompute each block's activations in backward)"),
       KEY("init_weights_seed", "optimisation", init_weights_seed, "seed of the weight initialisation"),
 
       KEY("dataset_type", "data", dataset_type, "synthetic | text"),
@@ -57,12 +70,12 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("eval_steps", "data", eval_steps, "validation batches per evaluation"),
 
       KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),
-      KEY("gemm_backend", "compute", gemm_backend, "onednn | openblas"),
+      CHOICE("gemm_backend", "compute", gemm_backend, kGemmBackendChoices, "", "onednn | openblas"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
       KEY("fail_at_step", "compute", fail_at_step, "> 0: rank fail_rank fails right after this step, once per job, to rehearse recovery"),
       KEY("fail_rank", "compute", fail_rank, "the rank that fail_at_step fails"),
-      KEY("fail_mode", "compute", fail_mode, "exit (code 1) | kill (SIGKILL) | hang (SIGSTOP) | preempt (SIGTERM, a spot notice)"),
+      CHOICE("fail_mode", "compute", fail_mode, kFailModeChoices, "", "exit (code 1) | kill (SIGKILL) | hang (SIGSTOP) | preempt (SIGTERM, a spot notice)"),
       KEY("record_consumed_samples", "compute", record_consumed_samples, "1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),
@@ -75,7 +88,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("save_checkpoint_on_completion", "checkpoint", save_checkpoint_on_completion, "save after the last step"),
       KEY("load_full_state_path", "checkpoint", load_full_state_path, "a checkpoint directory to resume from (parameters, optimizer, step, data state)"),
       KEY("load_parameters_path", "checkpoint", load_parameters_path, "a checkpoint directory to take parameters from (fresh optimizer, step 0)"),
-      KEY("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
+      CHOICE("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, kCheckpointFailurePolicyChoices, "", "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
 
       KEY("num_workers", "parallelism", num_workers_spec, "worker processes (ranks): N, or MIN:MAX for an elastic job; the mesh axes multiply to the world size"),
       KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch; 0: not given, -1: fill with the workers left"),
@@ -86,7 +99,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("max_failures", "elastic", max_failures, "failures a job survives (-1: unlimited); resizes and preemptions do not count"),
       KEY("resource_wait_timeout", "elastic", resource_wait_timeout, "seconds to wait for min workers before the job fails"),
       KEY("worker_heartbeat_timeout", "elastic", worker_heartbeat_timeout, "seconds a worker may go without progress before it counts as hung; must exceed the longest step"),
-      KEY("placement_strategy", "elastic", placement_strategy, "PACK (fill a host before the next) | SPREAD (one rank per host in turn)"),
+      CHOICE("placement_strategy", "elastic", placement_strategy, kPlacementStrategyChoices, "", "PACK (fill a host before the next) | SPREAD (one rank per host in turn)"),
       KEY("preemption_notice_seconds", "elastic", preemption_notice_seconds, "SIGTERM to a worker or agent is a spot notice: save and leave within this (GCP gives 30)"),
       KEY("host_failure_threshold", "elastic", host_failure_threshold, "failures on one host within host_cooldown_seconds that make the job avoid it"),
       KEY("host_cooldown_seconds", "elastic", host_cooldown_seconds, "seconds a host with repeated failures is avoided (used anyway when nothing else can run min workers)"),
@@ -97,6 +110,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
   return keys;
 }
 #undef KEY
+#undef CHOICE
 
 const ConfigKey* FindConfigKey(std::string_view name) {
   for (const ConfigKey& k : ConfigKeys())
@@ -212,6 +226,9 @@ Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfi
     if (value == "true" || value == "True" || value == "1") *(*f)(*c) = true;
     else if (value == "false" || value == "False" || value == "0") *(*f)(*c) = false;
     else return Status::InvalidArgument(fmt::format("{}={}: expected true or false", key.name, value));
+  } else if (auto f = std::get_if<ChoiceField>(&key.field)) {
+    if (!f->parse(*c, value))
+      return Status::InvalidArgument(fmt::format("{}={}: expected one of {}{}", key.name, value, f->allowed(), f->hint));
   } else {
     *std::get<std::string* (*)(TrainConfig&)>(key.field)(*c) = value;
   }
@@ -224,6 +241,7 @@ std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c) {
   if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
   if (auto f = std::get_if<double* (*)(TrainConfig&)>(&key.field)) return fmt::format("{}", *(*f)(m));
   if (auto f = std::get_if<bool* (*)(TrainConfig&)>(&key.field)) return *(*f)(m) ? "true" : "false";
+  if (auto f = std::get_if<ChoiceField>(&key.field)) return Quote(std::string(f->word(c)));
   return Quote(*std::get<std::string* (*)(TrainConfig&)>(key.field)(m));
 }
 

@@ -13,10 +13,19 @@
 
 namespace elastrain {
 
-// Each alternative returns the address of the field inside a TrainConfig; a function
-// rather than a member pointer so that nested fields (model.emb_dim) fit the same table.
+// An enum field with a fixed set of words (one table of Choice, common/choice.h).
+struct ChoiceField {
+  bool (*parse)(TrainConfig& c, std::string_view word);  // false: not one of the words
+  std::string_view (*word)(const TrainConfig& c);
+  std::string (*allowed)();  // the words, "none, full"
+  const char* hint;          // appended to the error of a bad word; may be ""
+};
+
+// Each alternative but ChoiceField returns the address of the field inside a
+// TrainConfig; a function rather than a member pointer so that nested fields
+// (model.emb_dim) fit the same table.
 using ConfigField = std::variant<int64_t* (*)(TrainConfig&), double* (*)(TrainConfig&),
-                                 std::string* (*)(TrainConfig&), bool* (*)(TrainConfig&)>;
+                                 std::string* (*)(TrainConfig&), bool* (*)(TrainConfig&), ChoiceField>;
 
 struct ConfigKey {
   const char* name;   // the YAML / command-line key, MaxText's spelling where it has one
@@ -41,14 +50,15 @@ const std::vector<std::string_view>& MaxTextKeyNames();
 // The shape keys: 0 means "from the model_name preset".
 bool IsModelShapeKey(std::string_view name);
 
-// Parses a value given as text ("12", "1e-3", "150_001") into the key's field of `c`.
-// Errors read "per_device_batch_size=abc: expected an integer".
+// Parses a value given as text ("12", "1e-3", "150_001", "full") into the key's field
+// of `c`. Errors read "per_device_batch_size=abc: expected an integer" or
+// "gemm_backend=mkl: expected one of onednn, openblas".
 Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c);
 // An integer as SetConfigValue reads one ("10_000", "12.0"), for string keys that hold
 // numbers (checkpoint_period).
 bool ParseConfigInteger(const std::string& text, int64_t* v);
 // The field's value as YAML text: integers and doubles plain (shortest form that parses
-// back to the same double), strings double-quoted.
+// back to the same double), strings and enum words double-quoted.
 std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c);
 
 }  // namespace elastrain

@@ -49,22 +49,25 @@ Status PathExists(std::string_view key, const std::string& path) {
   return Bad(key, path, "no such file or directory");
 }
 
-}  // namespace
-
-Status ValidateTrainConfig(const TrainConfig& c) {
-  // --- run ---
+Status ValidateRun(const TrainConfig& c) {
   if (c.run_name.empty()) return Bad("run_name", "", "expected a non-empty name");
   if (c.run_name.find('/') != std::string::npos)
     return Bad("run_name", c.run_name, "expected a name without '/' (it names a folder under base_output_directory)");
   ELASTRAIN_RETURN_IF_ERROR(OneOf("log_level", c.log_level, {"trace", "debug", "info", "warn", "error"}));
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("log_period", c.log_period, 1));
-  // --- batch ---
+  return Status::OK();
+}
+
+Status ValidateBatch(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("per_device_batch_size", c.per_device_batch_size, 1));
   if (c.global_batch_size < 0)
     return Bad("global_batch_size", c.global_batch_size,
                "expected an integer >= 0 (0: per_device_batch_size * workers * gradient_accumulation_steps)");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("gradient_accumulation_steps", c.gradient_accumulation_steps, 1));
-  // --- optimisation ---
+  return Status::OK();
+}
+
+Status ValidateOptimisation(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("steps", c.steps, 1));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("learning_rate", c.learning_rate));
   ELASTRAIN_RETURN_IF_ERROR(Fraction("warmup_steps_fraction", c.warmup_steps_fraction, true));
@@ -75,9 +78,10 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (!(c.adam_eps > 0)) return Bad("adam_eps", c.adam_eps, "expected a number > 0");
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("adam_weight_decay", c.adam_weight_decay));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("gradient_clipping_threshold", c.gradient_clipping_threshold));
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("remat_policy", c.remat_policy, {"none", "full"},
-                                  " (elastrain implements only these; MaxText's finer policies are not supported)"));
-  // --- data ---
+  return Status::OK();
+}
+
+Status ValidateData(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(OneOf("dataset_type", c.dataset_type, {"synthetic", "text"}));
   if (c.dataset_type == "text") {
     if (c.dataset_path.empty())
@@ -88,16 +92,20 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (!(c.eval_split_fraction > 0 && c.eval_split_fraction <= 0.5))
     return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
-  // --- compute ---
+  return Status::OK();
+}
+
+Status ValidateCompute(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("threads_per_worker", c.threads_per_worker, 0));
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("gemm_backend", c.gemm_backend, {"onednn", "openblas"}));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("fail_at_step", c.fail_at_step, 0));
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("fail_mode", c.fail_mode, {"exit", "kill", "hang", "preempt"}));
   if (c.fail_rank < 0 || c.fail_rank >= c.max_workers)
     return Bad("fail_rank", c.fail_rank, fmt::format("expected a rank in [0, {}) (num_workers={})", c.max_workers,
                                                     c.num_workers_spec));
-  // --- checkpoints ---
+  return Status::OK();
+}
+
+Status ValidateCheckpoints(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("checkpoint_period", c.checkpoint_period, 1));
   if (!(c.checkpoint_mtti_prior_seconds > 0))
     return Bad("checkpoint_mtti_prior_seconds", c.checkpoint_mtti_prior_seconds, "expected a number of seconds > 0");
@@ -105,10 +113,13 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   if (c.checkpoint_period_max < c.checkpoint_period_min)
     return Bad("checkpoint_period_max", c.checkpoint_period_max,
                fmt::format("expected an integer >= checkpoint_period_min={}", c.checkpoint_period_min));
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("checkpoint_failure_policy", c.checkpoint_failure_policy, {"continue", "fail"}));
   if (!c.load_full_state_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_full_state_path", c.load_full_state_path));
   if (!c.load_parameters_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_parameters_path", c.load_parameters_path));
-  // --- parallelism (the product and the model constraints: ResolveMesh in comm/mesh.h) ---
+  return Status::OK();
+}
+
+// The product of the axes and the model constraints are checked by ResolveMesh (comm/mesh.h).
+Status ValidateParallelism(const TrainConfig& c) {
   const char* fill_key = nullptr;
   for (auto [key, v] : {std::pair<const char*, int64_t>{"ici_data_parallelism", c.ici_data_parallelism},
                         {"ici_fsdp_parallelism", c.ici_fsdp_parallelism},
@@ -121,13 +132,15 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   }
   if (!(c.collective_timeout > 0))
     return Bad("collective_timeout", c.collective_timeout, "expected a number of seconds > 0");
-  // --- elastic ---
+  return Status::OK();
+}
+
+Status ValidateElastic(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("max_failures", c.max_failures, -1));
   if (!(c.resource_wait_timeout > 0))
     return Bad("resource_wait_timeout", c.resource_wait_timeout, "expected a number of seconds > 0");
   if (!(c.worker_heartbeat_timeout > 0))
     return Bad("worker_heartbeat_timeout", c.worker_heartbeat_timeout, "expected a number of seconds > 0");
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("placement_strategy", c.placement_strategy, {"PACK", "SPREAD"}));
   if (!(c.preemption_notice_seconds > 0))
     return Bad("preemption_notice_seconds", c.preemption_notice_seconds, "expected a number of seconds > 0");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("host_failure_threshold", c.host_failure_threshold, 1));
@@ -137,6 +150,21 @@ Status ValidateTrainConfig(const TrainConfig& c) {
     return Bad("dashboard_port", c.dashboard_port, "expected a port in [0, 65535] (0: any free port)");
   if (!(c.cost_per_worker_hour >= 0))
     return Bad("cost_per_worker_hour", c.cost_per_worker_hour, "expected a price >= 0 (USD per worker-hour)");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateTrainConfig(const TrainConfig& c) {
+  // By topic, in the order of configs/base.yml; the first problem found is reported.
+  ELASTRAIN_RETURN_IF_ERROR(ValidateRun(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateBatch(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateOptimisation(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateData(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateCompute(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateCheckpoints(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateParallelism(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateElastic(c));
   return Status::OK();
 }
 

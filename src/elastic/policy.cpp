@@ -21,7 +21,7 @@ JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id
   s.resource_wait_timeout = cfg.resource_wait_timeout;
   s.heartbeat_timeout = cfg.worker_heartbeat_timeout;
   s.collective_timeout = cfg.collective_timeout;
-  s.placement = cfg.placement_strategy;
+  s.placement = std::string(PlacementStrategyName(cfg.placement_strategy));
   s.host_failure_threshold = cfg.host_failure_threshold;
   s.host_cooldown_seconds = cfg.host_cooldown_seconds;
   s.fail_at_step = cfg.fail_at_step;

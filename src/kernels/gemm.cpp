@@ -5,6 +5,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -21,8 +22,7 @@ std::atomic<int> g_threads{0};
 }  // namespace
 
 Result<GemmBackend> ParseGemmBackend(const std::string& s) {
-  if (s == "onednn") return GemmBackend::kOneDnn;
-  if (s == "openblas") return GemmBackend::kOpenBlas;
+  if (const std::optional<GemmBackend> b = ParseChoice(kGemmBackendChoices, s)) return *b;
   return Status::InvalidArgument("gemm_backend=" + s + ": expected onednn or openblas");
 }
 void SetGemmBackend(GemmBackend b) { g_backend = b; }

@@ -8,11 +8,12 @@
 #include <cstdint>
 #include <string>
 
+#include "common/gemm_backend.h"
 #include "common/status.h"
 
 namespace elastrain {
 
-enum class GemmBackend { kOneDnn, kOpenBlas };
+// "onednn" | "openblas" (kGemmBackendChoices).
 Result<GemmBackend> ParseGemmBackend(const std::string& s);
 void SetGemmBackend(GemmBackend b);
 GemmBackend GetGemmBackend();

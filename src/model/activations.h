@@ -4,10 +4,12 @@
 // (to build the model), so the plan and the allocation cannot disagree.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "common/choice.h"
 #include "model/model_config.h"
 
 namespace elastrain {
@@ -16,6 +18,12 @@ enum class RematPolicy {
   kNone,  // keep every layer's activations for backward
   kFull,  // keep only each layer's input; recompute the layer in backward
 };
+// The words of the remat_policy key.
+inline constexpr std::array<Choice<RematPolicy>, 2> kRematPolicyChoices = {{
+    {"none", RematPolicy::kNone},
+    {"full", RematPolicy::kFull},
+}};
+constexpr std::string_view RematPolicyName(RematPolicy p) { return ChoiceWord(kRematPolicyChoices, p); }
 
 // One layer's saved activations (N = B*T rows).
 template <typename T>

@@ -146,7 +146,7 @@ Status Checkpointer::Flush() {
   if (pending_.joinable()) pending_.join();
   Status st = pending_status_;
   pending_status_ = Status::OK();
-  if (!st.ok() && cfg_.checkpoint_failure_policy == "fail") return st;
+  if (!st.ok() && cfg_.checkpoint_failure_policy == CheckpointFailurePolicy::kFail) return st;
   return Status::OK();
 }
 

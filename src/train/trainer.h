@@ -18,6 +18,8 @@
 #include "common/memory.h"
 #include "config/config.h"
 #include "config/derived.h"
+#include "train/carried_state.h"
+#include "train/run_summary.h"
 #include "wire/stop_reason.h"
 
 namespace gloo::rendezvous {
@@ -25,50 +27,6 @@ class Store;
 }  // namespace gloo::rendezvous
 
 namespace elastrain {
-
-struct TrainSummary {
-  std::string run_dir;
-  int64_t steps = 0;
-  int64_t global_batch_size = 0;
-  int64_t micro_batches_per_step = 0;
-  double first_loss = 0, final_loss = 0;
-  double first_eval_loss = 0, final_eval_loss = 0;
-  double tokens_per_sec = 0;   // over all steps after the first
-  double mfu = 0;              // model FLOP/s over the peak (see model/flops.h)
-  double wall_seconds = 0;
-  size_t activation_bytes = 0;
-};
-
-class TrainState;
-class CheckpointPeriodTuner;
-template <typename T>
-class Transformer;
-
-// What a worker process keeps between generations: the training state, the model (its
-// activation buffers) and the checkpoint snapshot buffer. A generation reuses each when
-// its shapes allow -- a survivor of a data-parallel resize then allocates and faults in
-// nothing, and needs no copy of its state -- and hands them back when it ends.
-struct CarriedState {
-  CarriedState();
-  ~CarriedState();
-  CarriedState(const CarriedState&) = delete;
-  CarriedState& operator=(const CarriedState&) = delete;
-  // Steps done in `state` when it is a full replica (pure data-parallel mesh: every rank
-  // owns the whole state) whose values are intact; -1 otherwise.
-  int64_t step = -1;
-  bool valid() const { return step >= 0 && state != nullptr; }
-  std::unique_ptr<TrainState> state;
-  std::unique_ptr<Transformer<float>> model;
-  int model_tensor = 0;  // the tensor degree `model` was built for
-  std::shared_ptr<FloatBuffer> snapshot;
-  // checkpoint_period=auto: the period and the save and step times this process measured.
-  std::unique_ptr<CheckpointPeriodTuner> period_tuner;
-};
-
-// Builds, while a worker waits for its first assignment, what its first generation
-// will most likely need (the model, and a data-parallel state with its pages faulted
-// in), so that a replacement worker joins a recovery as fast as a survivor.
-Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* carried);
 
 // Where a generation's state comes from.
 struct RestoreSpec {

@@ -209,7 +209,7 @@ TEST(ConfigLoad, MaxTextFixtureLoadsWithIgnoredKeysListed) {
   EXPECT_EQ(c->per_device_batch_size, 12);
   EXPECT_DOUBLE_EQ(c->learning_rate, 3e-5);
   EXPECT_DOUBLE_EQ(c->adam_eps, 1e-8);
-  EXPECT_EQ(c->remat_policy, "full");
+  EXPECT_EQ(c->remat_policy, RematPolicy::kFull);
   EXPECT_EQ(c->log_period, 100);
   EXPECT_TRUE(c->enable_checkpointing);  // MaxText spells booleans True/False
   EXPECT_EQ(c->checkpoint_period, 10000);
@@ -313,6 +313,48 @@ TEST(ConfigValidate, EachRuleNamesKeyAndValue) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << override;
   }
   EXPECT_EQ(Error({"dataset_type=text", "dataset_path=/x/y"}), "dataset_path=/x/y: no such file or directory");
+}
+
+// Keys with fixed words load as enums: each word parses to its value and prints back
+// as the same word; any other word is an error naming the key, the value and the words.
+TEST(ConfigChoices, WordsParseToEnumsAndPrintBack) {
+  auto c = Load({"remat_policy=full", "gemm_backend=openblas", "fail_mode=preempt", "placement_strategy=SPREAD",
+                 "checkpoint_failure_policy=fail"});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->remat_policy, RematPolicy::kFull);
+  EXPECT_EQ(c->gemm_backend, GemmBackend::kOpenBlas);
+  EXPECT_EQ(c->fail_mode, FailMode::kPreempt);
+  EXPECT_EQ(c->placement_strategy, PlacementStrategy::kSpread);
+  EXPECT_EQ(c->checkpoint_failure_policy, CheckpointFailurePolicy::kFail);
+  const std::string yaml = ConfigToYaml(*c);
+  for (const char* line : {"remat_policy: \"full\"", "gemm_backend: \"openblas\"", "fail_mode: \"preempt\"",
+                           "placement_strategy: \"SPREAD\"", "checkpoint_failure_policy: \"fail\""})
+    EXPECT_THAT(yaml, HasSubstr(line));
+  auto defaults = Load({});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->remat_policy, RematPolicy::kNone);
+  EXPECT_EQ(defaults->gemm_backend, GemmBackend::kOneDnn);
+  EXPECT_EQ(defaults->fail_mode, FailMode::kExit);
+  EXPECT_EQ(defaults->placement_strategy, PlacementStrategy::kPack);
+  EXPECT_EQ(defaults->checkpoint_failure_policy, CheckpointFailurePolicy::kContinue);
+}
+
+TEST(ConfigChoices, BadWordNamesKeyValueAndTheAllowedWords) {
+  EXPECT_EQ(Error({"remat_policy=minimal"}),
+            "remat_policy=minimal: expected one of none, full (elastrain implements only these; MaxText's finer "
+            "policies are not supported)");
+  EXPECT_EQ(Error({"gemm_backend=mkl"}), "gemm_backend=mkl: expected one of onednn, openblas");
+  EXPECT_EQ(Error({"fail_mode=crash"}), "fail_mode=crash: expected one of exit, kill, hang, preempt");
+  EXPECT_EQ(Error({"placement_strategy=pack"}), "placement_strategy=pack: expected one of PACK, SPREAD");
+  EXPECT_EQ(Error({"checkpoint_failure_policy=retry"}),
+            "checkpoint_failure_policy=retry: expected one of continue, fail");
+}
+
+TEST_F(ConfigTest, BadWordInAFileNamesTheFile) {
+  const std::string path = Write("bad_choice.yml", "fail_mode: explode\n");
+  auto r = LoadConfig(path, {}, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), path + ": fail_mode=explode: expected one of exit, kill, hang, preempt");
 }
 
 TEST_F(ConfigTest, TextDatasetAcceptsAFileOrADirectory) {

@@ -1,0 +1,179 @@
+// The class behind RunGeneration (trainer.h): one generation of one rank. Internal to
+// src/train. Its members are defined by topic:
+//   trainer.cpp       the generation's lifecycle: setup, restore, the step loop, stop
+//   train_step.cpp    one step: load rows, forward/backward, optimizer, agreement; eval
+//   carried_state.cpp what it takes over from the previous generation and hands back
+// Not thread-safe: one thread runs a generation from Setup to HandBack.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "comm/mesh.h"
+#include "comm/process_group.h"
+#include "common/clock.h"
+#include "common/events.h"
+#include "common/metrics.h"
+#include "config/config.h"
+#include "data/dataset.h"
+#include "data/sampler.h"
+#include "optim/optim.h"
+#include "train/checkpoint_period.h"
+#include "train/checkpointer.h"
+#include "train/train_state.h"
+#include "train/trainer.h"
+#include "transformer/transformer.h"
+
+namespace elastrain {
+
+class Trainer {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {
+    cfg_.num_workers = ctx.world;
+  }
+  ~Trainer() {
+    if (ckpt_ && !clean_exit_) ckpt_->Abort();  // a failed generation: do not wait for lost peers' shards
+  }
+  Status Setup();
+  Status Restore();
+  Status Run(GenerationResult* out);
+  int64_t completed_step() const { return completed_step_; }
+  int64_t start_step() const { return start_step_; }
+  // Hands the state, model and snapshot buffer back to ctx.carried.
+  void HandBack();
+
+ private:
+  // --- setup (trainer.cpp), in the order Setup calls them
+  Status ResolveMeshAndBatch();
+  // Refuses, before touching the disk or allocating, a plan that cannot fit in memory.
+  Status CheckMemoryFits() const;
+  Status OpenRunDirectory();
+  Status OpenData();
+  Status ConnectGroups();
+  // This generation's rendezvous store (ctx.store, or the file store) and group options.
+  Result<std::shared_ptr<gloo::rendezvous::Store>> RendezvousStore();
+  GroupOptions GroupOpts() const;
+  void MakeCheckpointer();
+  void LogSetup() const;
+  // --- taking over what the previous generation left (carried_state.cpp)
+  // The model: the carried one when built for this tensor degree, else a new one.
+  Status TakeOrBuildModel();
+  // The training state: the carried one rebound to this mesh when it can be, else a new one.
+  Status TakeOrBuildState();
+  // --- restoring (trainer.cpp)
+  Status RestoreFromMemory();
+  Status OpenStepLogs();
+  bool holds_replica() const { return mesh_->fsdp() == 1 && mesh_->tensor() == 1; }
+  // --- the step loop (trainer.cpp)
+  void BeginSummary(GenerationResult* out) const;
+  // Trains step `step` and does what follows it (report, checkpoint, log, injected
+  // failure, eval); true when the ranks agreed to stop after it.
+  Result<bool> RunStep(int64_t step, GenerationResult* out);
+  // Saves `done` if it is due; returns the step's checkpoint stall in seconds.
+  Result<double> CheckpointIfDue(int64_t done, double step_seconds);
+  // Every rank saw the same stop bits: save step `done` (unless just saved) and leave.
+  Status StopAtBoundary(int64_t done, int stop, GenerationResult* out);
+  // After the last step: flush, the final eval, the summary.
+  Status Finish(GenerationResult* out);
+  Status EvaluateAndRecord(int64_t step, TrainSummary* s);
+  Status MaybeInjectFailure(int64_t done, GenerationResult* out);
+  // checkpoint_period=auto, chief: logs and records a change of the period it proposes
+  // (all ranks adopt it in the next step's collective).
+  void NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step);
+  Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
+  Status WriteSummary(const TrainSummary& s);
+  void FirstLossesFromMetrics(TrainSummary* s) const;
+  // --- one step (train_step.cpp)
+  // Trains step `step` (0-based); returns the mean token loss of the global batch and
+  // sets *stop to the StopReason bits any rank raised for this step.
+  Result<double> TrainStep(int64_t step, int* stop);
+  // Loads samples indices[begin, begin+rows) of `split` into inputs_/targets_.
+  void LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows);
+  // Accumulates this rank's share of the step's gradient; returns its summed token loss.
+  Result<double> ForwardBackward(int64_t step);
+  // Reduces and clips the gradient and updates the state to step + 1; returns the
+  // gradient norm before clipping.
+  Result<double> ApplyOptimizer(int64_t step);
+  // The collective that ends a step: sums the loss, ORs the stop requests and shares the
+  // chief's checkpoint period. Returns the global loss sum.
+  Result<double> AgreeOnStep(int64_t step, double loss_sum, int* stop);
+  Result<double> Evaluate();  // mean token loss over the fixed eval batches
+
+  double JobElapsedSeconds() const { return WallSeconds() - job_started_at_; }
+  // A step cancelled because the generation lost a member says which one, when known.
+  Status NameLostPeers(const Status& st) const {
+    if (st.ok() || !ctx_.describe_lost_peers || st.message().find("cancelled") == std::string::npos) return st;
+    const std::string lost = ctx_.describe_lost_peers();
+    return lost.empty() ? st : Status::Unavailable(st.message() + "; " + lost);
+  }
+  void Phase(const std::string& p) {
+    if (ctx_.control.on_phase) ctx_.control.on_phase(p);
+  }
+  // Seconds all of this rank's groups have spent in collectives so far.
+  double CommSeconds() const {
+    double s = 0;
+    for (const auto* g : {&world_, &tensor_, &fsdp_, &data_group_})
+      if (*g) s += (*g)->busy_seconds();
+    return s;
+  }
+  bool is_chief() const { return ctx_.rank == 0; }
+  // Micro-batches every rank runs for a batch of `rows` split over the batch shards: the
+  // largest share (the first one) divided into per_device_batch_size pieces.
+  int64_t MicroBatches(int64_t rows) const {
+    auto [b, e] = Sampler::ShareRange(rows, 0, mesh_->batch_shards());
+    return (e - b + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
+  }
+  ScheduleOptions Schedule() const {
+    return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps), cfg_.steps,
+            cfg_.cosine_learning_rate_final_fraction};
+  }
+  ckpt::DataState DataStateAt(int64_t done) const {
+    return {static_cast<uint64_t>(cfg_.data_shuffle_seed), sampler_->Epoch(done), done, done * gb_};
+  }
+
+  TrainConfig cfg_;  // a copy: num_workers is this generation's world
+  const WorkerContext ctx_;
+  const int64_t T_;
+  std::string run_dir_;
+  int64_t gb_ = 0;
+  std::unique_ptr<Mesh> mesh_;
+  ModelConfig local_model_;  // this rank's slice of the model (heads and MLP rows / tensor)
+  MeshCoords coords_;
+  int batch_shard_ = 0;  // d*fsdp + f: which share of each global batch this rank reads
+  std::shared_ptr<gloo::rendezvous::Store> store_;
+  std::unique_ptr<ProcessGroup> world_, tensor_, fsdp_, data_group_;
+  std::unique_ptr<Dataset> data_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Transformer<float>> model_;
+  std::unique_ptr<TrainState> state_;
+  std::unique_ptr<Checkpointer> ckpt_;
+  std::unique_ptr<CheckpointPeriodTuner> period_tuner_;  // checkpoint_period=auto
+  double job_started_at_ = 0;  // wall seconds
+  EventLog events_;
+  int64_t start_step_ = 0;      // steps done before this generation (restored)
+  int64_t completed_step_ = 0;  // steps done so far: the state's step
+  std::vector<int32_t> sample_, inputs_, targets_;
+  MetricsWriter metrics_;
+  ProgressLine progress_;
+  double peak_flops_ = 0, flops_per_token_ = 0;
+  double last_grad_norm_ = 0;
+  double comm_seconds_ = 0;  // time in collectives during the last step
+  double ckpt_wait_ = 0;     // part of the last checkpoint stall spent waiting for the previous save
+  std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
+  bool clean_exit_ = false;
+  bool restored_ = false;  // the state holds a restored (or trained) step
+  int64_t state_step_ = -1;  // the step state_'s values hold (-1: unknown or being overwritten)
+  Clock::time_point start_;
+  // The step loop's clock: when it began, and the seconds of its steps after the first
+  // (the first warms caches and thread pools, so throughput leaves it out).
+  Clock::time_point loop_start_;
+  double timed_seconds_ = 0;
+};
+
+}  // namespace elastrain
