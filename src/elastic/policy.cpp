@@ -21,7 +21,7 @@ JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id
   s.resource_wait_timeout = cfg.resource_wait_timeout;
   s.heartbeat_timeout = cfg.worker_heartbeat_timeout;
   s.collective_timeout = cfg.collective_timeout;
-  s.placement = std::string(PlacementStrategyName(cfg.placement_strategy));
+  s.placement = cfg.placement_strategy;
   s.host_failure_threshold = cfg.host_failure_threshold;
   s.host_cooldown_seconds = cfg.host_cooldown_seconds;
   s.fail_at_step = cfg.fail_at_step;
@@ -443,7 +443,7 @@ std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled, int ru
   std::vector<std::vector<const ObservedWorker*>> groups;
   for (auto& [id, v] : by_agent) groups.push_back(v);
   std::vector<const ObservedWorker*> out;
-  if (s_.placement == "SPREAD") {
+  if (s_.placement == PlacementStrategy::kSpread) {
     for (size_t i = 0;; ++i) {
       bool any = false;
       for (auto& v : groups)

@@ -52,7 +52,7 @@ struct JobSettings {
   double resource_wait_timeout = 300;
   double heartbeat_timeout = 60;
   double collective_timeout = 60;
-  std::string placement = "PACK";
+  PlacementStrategy placement = PlacementStrategy::kPack;
   int64_t host_failure_threshold = 2;
   double host_cooldown_seconds = 300;
   int64_t fail_at_step = 0;

@@ -890,13 +890,13 @@ Cluster TwoByTwo() {
 TEST(ElasticPolicyPlacement, PackFillsOneAgentSpreadUsesBoth) {
   const Cluster c = TwoByTwo();
   JobSettings s = Settings(1, 2);
-  s.placement = "PACK";
+  s.placement = PlacementStrategy::kPack;
   Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_THAT(MemberHosts(*d.plan), ElementsAre("h1", "h1"));
   EXPECT_THAT(MemberIds(*d.plan), ElementsAre("a1-w0", "a1-w1"));
 
-  s.placement = "SPREAD";
+  s.placement = PlacementStrategy::kSpread;
   d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), s);
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_THAT(MemberHosts(*d.plan), ElementsAre("h1", "h2"));

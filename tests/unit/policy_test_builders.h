@@ -33,7 +33,7 @@ inline JobSettings Settings(int min_workers, int max_workers) {
   s.resource_wait_timeout = 300;
   s.heartbeat_timeout = 60;
   s.collective_timeout = 60;
-  s.placement = "PACK";
+  s.placement = PlacementStrategy::kPack;
   s.host_failure_threshold = 2;
   s.host_cooldown_seconds = 300;
   s.fail_at_step = 0;
