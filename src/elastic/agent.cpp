@@ -21,6 +21,7 @@
 #include "wire/job_state.h"
 #include "common/process.h"
 #include "wire/protocol.h"
+#include "wire/worker_messages.h"
 #include "kernels/gemm.h"
 
 namespace elastrain {
@@ -61,7 +62,7 @@ struct LocalWorker {
   double spawned_at = 0;
   double last_msg = 0;
   bool ready_seen = false;
-  std::string kill_kind;  // set when the agent killed it: hung | ended
+  ExitKind kill_kind = ExitKind::kNone;  // set when the agent killed it
   std::string kill_desc;
   int64_t assigned_gen = -1;
   double assigned_at = 0;
@@ -95,7 +96,7 @@ class Agent::Impl {
 
  private:
   std::string Describe(const LocalWorker& w) const {
-    if (w.rec.generation >= 0 && w.rec.rank >= 0 && w.rec.phase != "idle")
+    if (w.rec.generation >= 0 && w.rec.rank >= 0 && w.rec.phase != WorkerPhase::kIdle)
       return fmt::format("worker rank {} (pid {}) on host {}", w.rec.rank, w.rec.pid, opt_.host);
     return fmt::format("worker {} (pid {}) on host {}", w.rec.id, w.rec.pid, opt_.host);
   }
@@ -119,14 +120,21 @@ class Agent::Impl {
   void Spawn(int slot);
   void RespawnDue();
   void PollChannels();
-  void Handle(LocalWorker& w, const nlohmann::json& msg);
+  void Handle(LocalWorker& w, const WorkerMessage& msg);
+  void Take(LocalWorker& w, const ProgressMessage& m, double now);
+  void Take(LocalWorker& w, const ReadyMessage& m, double now);
+  void Take(LocalWorker& w, const StartedMessage& m, double now);
+  void Take(LocalWorker& w, const StepMessage& m, double now);
+  void Take(LocalWorker& w, const CheckpointMessage& m, double now);
+  void Take(LocalWorker& w, const EndedMessage& m, double now);
+  void Take(LocalWorker& w, const FatalMessage& m, double now);
   void OnExit(LocalWorker& w, const ProcessExit& e);
   void ReapExits();
   void CheckHealth();
   void ApplyPlan(const Plan& plan);
   void ApplyStop(const GenerationStop& stop);
   void RunCommands();
-  void Kill(LocalWorker& w, int sig, const std::string& kind, const std::string& desc);
+  void Kill(LocalWorker& w, int sig, ExitKind kind, const std::string& desc);
   void PutReport(bool force);
   void BeginPreemption();
   bool AllExited() const {
@@ -202,7 +210,7 @@ void Agent::Impl::Spawn(int slot) {
   LocalWorker w;
   w.rec.id = fmt::format("{}-w{}", opt_.id, serial_++);
   w.rec.slot = slot;
-  w.rec.phase = "starting";
+  w.rec.phase = WorkerPhase::kStarting;
   auto pair = MakeChannelPair();
   if (!pair.ok()) {
     LOG_ERROR("agent {}: {}", opt_.id, pair.status().message());
@@ -227,12 +235,7 @@ void Agent::Impl::Spawn(int slot) {
   w.rec.pid = pid.value();
   w.ch = std::make_unique<Channel>(mine);
   w.spawned_at = w.last_msg = WallSeconds();
-  Status st = w.ch->Send({{"type", "job"},
-                          {"config_yaml", spec_.config_yaml},
-                          {"worker_id", w.rec.id},
-                          {"host", opt_.host},
-                          {"threads", threads},
-                          {"peak_flops", peak_flops_}});
+  Status st = w.ch->Send(ToJson(AgentMessage(JobMessage{spec_.config_yaml, w.rec.id, opt_.host, threads, peak_flops_})));
   if (!st.ok()) LOG_WARN("agent {}: worker {} did not take its job: {}", opt_.id, w.rec.id, st.message());
   slots_[slot].worker = w.rec.id;
   slots_[slot].respawn_at = 0;
@@ -251,71 +254,74 @@ void Agent::Impl::RespawnDue() {
   }
 }
 
-void Agent::Impl::Kill(LocalWorker& w, int sig, const std::string& kind, const std::string& desc) {
+void Agent::Impl::Kill(LocalWorker& w, int sig, ExitKind kind, const std::string& desc) {
   if (w.exited) return;
-  if (w.kill_kind.empty()) {
+  if (w.kill_kind == ExitKind::kNone) {
     w.kill_kind = kind;
     w.kill_desc = desc;
   }
   ::kill(w.rec.pid, sig);
 }
 
-void Agent::Impl::Handle(LocalWorker& w, const nlohmann::json& m) {
-  const std::string type = m.value("type", "");
+void Agent::Impl::Handle(LocalWorker& w, const WorkerMessage& msg) {
   const double now = WallSeconds();
   w.last_msg = now;
   w.rec.last_progress = now;
-  const int64_t gen = m.value("generation", int64_t{-1});
-  if (type == "progress") {
-    if (gen == w.rec.generation) w.rec.train_phase = m.value("phase", "");
-    dirty_ = true;
-  } else if (type == "ready") {
-    w.ready_seen = true;
-    w.rec.phase = "idle";
-    w.rec.state_step = m.value("state_step", int64_t{-1});
-    slots_[w.rec.slot].backoff = 0;
-    Urgent();
-  } else if (type == "started") {
-    w.rec.phase = "running";
-    w.rec.generation = gen;
-    w.rec.rank = m.value("rank", -1);
-    w.rec.train_phase = "setup";
-    Urgent();
-  } else if (type == "step") {
-    if (gen != w.rec.generation) return;
-    w.rec.step = m.value("step", int64_t{-1});
-    w.rec.start_step = m.value("start_step", w.rec.start_step);
-    w.rec.last_step_time = m.value("time", now);
-    if (w.rec.first_step_time == 0) {
-      w.rec.first_step_time = w.rec.last_step_time;
-      w.rec.first_step_start = w.rec.last_step_time - m.value("step_seconds", 0.0);
-      Urgent();
-    }
-    dirty_ = true;
-  } else if (type == "checkpoint") {
-    w.rec.checkpoint_step = m.value("step", int64_t{-1});
-    Urgent();
-  } else if (type == "ended") {
-    w.rec.state_step = m.value("state_step", int64_t{-1});
-    if (gen < w.assigned_gen) {  // it was already handed a newer generation
-      Urgent();
-      return;
-    }
-    // A worker that got a preemption notice reports its generation, then leaves: it is
-    // no candidate for the next one.
-    w.rec.phase = m.value("leaving", false) ? "leaving" : "idle";
-    w.rec.generation = gen;
-    w.rec.outcome = m.value("outcome", "");
-    w.rec.stop_reasons = m.value("stop_reasons", 0);
-    w.rec.start_step = m.value("start_step", int64_t{-1});
-    w.rec.step = m.value("step", int64_t{-1});
-    w.rec.error = m.value("error", "");
-    w.rec.train_phase = "idle";
-    Urgent();
-  } else if (type == "fatal") {
-    w.rec.error = m.value("error", "");
+  std::visit([&](const auto& m) { Take(w, m, now); }, msg);
+}
+
+void Agent::Impl::Take(LocalWorker& w, const ProgressMessage& m, double) {
+  if (m.generation == w.rec.generation) w.rec.train_phase = m.phase;
+  dirty_ = true;
+}
+void Agent::Impl::Take(LocalWorker& w, const ReadyMessage& m, double) {
+  w.ready_seen = true;
+  w.rec.phase = WorkerPhase::kIdle;
+  w.rec.state_step = m.state_step;
+  slots_[w.rec.slot].backoff = 0;
+  Urgent();
+}
+void Agent::Impl::Take(LocalWorker& w, const StartedMessage& m, double) {
+  w.rec.phase = WorkerPhase::kRunning;
+  w.rec.generation = m.generation;
+  w.rec.rank = m.rank;
+  w.rec.train_phase = TrainPhase::kSetup;
+  Urgent();
+}
+void Agent::Impl::Take(LocalWorker& w, const StepMessage& m, double now) {
+  if (m.generation != w.rec.generation) return;
+  w.rec.step = m.step;
+  w.rec.start_step = m.start_step;
+  w.rec.last_step_time = m.time > 0 ? m.time : now;
+  if (w.rec.first_step_time == 0) {
+    w.rec.first_step_time = w.rec.last_step_time;
+    w.rec.first_step_start = w.rec.last_step_time - m.step_seconds;
     Urgent();
   }
+  dirty_ = true;
+}
+void Agent::Impl::Take(LocalWorker& w, const CheckpointMessage& m, double) {
+  w.rec.checkpoint_step = m.step;
+  Urgent();
+}
+void Agent::Impl::Take(LocalWorker& w, const EndedMessage& m, double) {
+  w.rec.state_step = m.state_step;
+  Urgent();
+  if (m.generation < w.assigned_gen) return;  // it was already handed a newer generation
+  // A worker that got a preemption notice reports its generation, then leaves: it is
+  // no candidate for the next one.
+  w.rec.phase = m.leaving ? WorkerPhase::kLeaving : WorkerPhase::kIdle;
+  w.rec.generation = m.generation;
+  w.rec.outcome = m.outcome;
+  w.rec.stop_reasons = m.stop_reasons;
+  w.rec.start_step = m.start_step;
+  w.rec.step = m.step;
+  w.rec.error = m.error;
+  w.rec.train_phase = TrainPhase::kIdle;
+}
+void Agent::Impl::Take(LocalWorker& w, const FatalMessage& m, double) {
+  w.rec.error = m.error;
+  Urgent();
 }
 
 void Agent::Impl::PollChannels() {
@@ -336,7 +342,12 @@ void Agent::Impl::PollChannels() {
     LocalWorker& w = workers_[ids[i]];
     std::vector<nlohmann::json> msgs;
     Status st = w.ch->ReadAvailable(&msgs);
-    for (const auto& m : msgs) Handle(w, m);
+    for (const auto& j : msgs) {
+      WorkerMessage m;
+      Status parsed = FromJson(j, &m);
+      if (parsed.ok()) Handle(w, m);
+      else LOG_WARN("agent {}: worker {}: {}", opt_.id, w.rec.id, parsed.message());
+    }
     if (!st.ok()) {
       // The channel closed: the process is dead or dying. Collect its status now.
       int status = 0;
@@ -364,26 +375,27 @@ void Agent::Impl::OnExit(LocalWorker& w, const ProcessExit& e) {
   r.exit_code = e.signaled ? 0 : e.value;
   r.exit_signal = e.signaled ? e.value : 0;
   const std::string who = Describe(w);
-  if (!w.kill_kind.empty()) {
+  if (w.kill_kind != ExitKind::kNone) {
     r.exit_kind = w.kill_kind;
     r.exit_desc = w.kill_desc.empty() ? who + " " + e.Describe() : w.kill_desc;
   } else if (!e.signaled && e.value == kExitPreempted) {
-    r.exit_kind = "preempted";
+    r.exit_kind = ExitKind::kPreempted;
     r.exit_desc = who + " left after a preemption notice";
   } else if (e.ok()) {
-    r.exit_kind = "success";
+    r.exit_kind = ExitKind::kSuccess;
     r.exit_desc = who + " exited";
   } else {
-    r.exit_kind = "failure";
+    r.exit_kind = ExitKind::kFailure;
     r.exit_desc = who + " " + e.Describe();
     if (!r.error.empty()) r.exit_desc += ": " + r.error;
   }
-  r.phase = "exited";
-  if (r.exit_kind == "failure" || r.exit_kind == "hung") LOG_WARN("agent {}: {} ({})", opt_.id, r.exit_desc, r.exit_kind);
-  else LOG_INFO("agent {}: {} ({})", opt_.id, r.exit_desc, r.exit_kind);
+  r.phase = WorkerPhase::kExited;
+  if (r.exit_kind == ExitKind::kFailure || r.exit_kind == ExitKind::kHung)
+    LOG_WARN("agent {}: {} ({})", opt_.id, r.exit_desc, Name(r.exit_kind));
+  else LOG_INFO("agent {}: {} ({})", opt_.id, r.exit_desc, Name(r.exit_kind));
   Slot& s = slots_[r.slot];
   if (s.worker == r.id) s.worker.clear();
-  if (r.exit_kind == "preempted") {
+  if (r.exit_kind == ExitKind::kPreempted) {
     s.gone = true;  // spot capacity reclaimed: this slot does not come back
     (void)PutAgentInfo();
   } else if (!preempting_ && !job_over_) {
@@ -398,26 +410,26 @@ void Agent::Impl::OnExit(LocalWorker& w, const ProcessExit& e) {
 void Agent::Impl::CheckHealth() {
   const double now = WallSeconds();
   for (auto& [id, w] : workers_) {
-    if (w.exited || !w.kill_kind.empty()) continue;
+    if (w.exited || w.kill_kind != ExitKind::kNone) continue;
     if (!w.ready_seen) {
       if (now - w.spawned_at > kStartupTimeoutSeconds)
-        Kill(w, SIGKILL, "failure",
+        Kill(w, SIGKILL, ExitKind::kFailure,
              fmt::format("{} did not become ready within {:.0f}s", Describe(w), kStartupTimeoutSeconds));
       continue;
     }
     const double silent = now - w.last_msg;
     if (silent > settings_.heartbeat_timeout) {
-      Kill(w, SIGKILL, "hung",
+      Kill(w, SIGKILL, ExitKind::kHung,
            fmt::format("{} sent nothing for {:.1f}s (worker_heartbeat_timeout={}s): hung (stopped or frozen), killed",
                        Describe(w), silent, settings_.heartbeat_timeout));
       continue;
     }
     // A worker still in a generation older than the plan's, long after the plan came.
-    if (w.rec.phase == "running" && w.rec.generation < applied_gen_ && applied_gen_ >= 0) {
+    if (w.rec.phase == WorkerPhase::kRunning && w.rec.generation < applied_gen_ && applied_gen_ >= 0) {
       const double since = now - plan_.created_at;
       if (since > settings_.collective_timeout + kStragglerSlackSeconds) {
         const bool member = w.assigned_gen == applied_gen_;
-        Kill(w, SIGKILL, member ? "hung" : "ended",
+        Kill(w, SIGKILL, member ? ExitKind::kHung : ExitKind::kEnded,
              fmt::format("{} was still in generation {} {:.1f}s after generation {} was planned; killed", Describe(w),
                          w.rec.generation, since, applied_gen_));
       }
@@ -459,13 +471,13 @@ void Agent::Impl::StartJob(const JobSpec& spec) {
 void Agent::Impl::EndJob() {
   if (workers_.empty()) return;
   for (auto& [id, w] : workers_)
-    if (!w.exited && w.ch) (void)w.ch->Send({{"type", "exit"}});
+    if (!w.exited && w.ch) (void)w.ch->Send(ToJson(AgentMessage(ExitMessage{})));
   const auto deadline = Clock::now() + milliseconds(static_cast<int64_t>(kShutdownGraceSeconds * 1000));
   while (!AllExited() && Clock::now() < deadline) {
     PollChannels();
     ReapExits();
   }
-  for (auto& [id, w] : workers_) Kill(w, SIGKILL, "ended", "");
+  for (auto& [id, w] : workers_) Kill(w, SIGKILL, ExitKind::kEnded, "");
   for (auto& [id, w] : workers_) {
     if (w.exited) continue;
     int status = 0;
@@ -480,36 +492,21 @@ void Agent::Impl::EndJob() {
 void Agent::Impl::ApplyPlan(const Plan& plan) {
   plan_ = plan;
   applied_gen_ = plan.generation;
-  nlohmann::json members = nlohmann::json::array();
-  for (const PlanMember& m : plan.members)
-    members.push_back({{"rank", m.rank}, {"host", m.host}, {"pid", m.pid}});
+  std::vector<AssignPeer> members;
+  for (const PlanMember& m : plan.members) members.push_back({m.rank, m.host, m.pid});
   int mine = 0;
   for (const PlanMember& m : plan.members) {
     if (m.agent != opt_.id) continue;
     auto it = workers_.find(m.worker);
     if (it == workers_.end() || it->second.exited) continue;
     LocalWorker& w = it->second;
-    Status st = w.ch->Send({{"type", "assign"},
-                            {"generation", plan.generation},
-                            {"rank", m.rank},
-                            {"world", plan.world},
-                            {"data", plan.data},
-                            {"fsdp", plan.fsdp},
-                            {"tensor", plan.tensor},
-                            {"restore",
-                             {{"kind", plan.restore.kind},
-                              {"source_rank", plan.restore.source_rank},
-                              {"step", plan.restore.step}}},
-                            {"rendezvous", plan.rendezvous},
-                            {"inject_failure", plan.inject_failure},
-                            {"failures", plan.failures},
-                            {"job_started_at", plan.job_started_at},
-                            {"address", opt_.address},
-                            {"members", members}});
+    Status st = w.ch->Send(ToJson(AgentMessage(AssignMessage{
+        plan.generation, m.rank, plan.world, plan.data, plan.fsdp, plan.tensor, plan.restore, plan.rendezvous,
+        plan.inject_failure, plan.failures, plan.job_started_at, opt_.address, members})));
     if (!st.ok()) continue;  // its exit is seen in the next poll
     w.assigned_gen = plan.generation;
     w.assigned_at = WallSeconds();
-    w.rec.phase = "running";
+    w.rec.phase = WorkerPhase::kRunning;
     w.rec.generation = plan.generation;
     w.rec.rank = m.rank;
     w.rec.step = -1;
@@ -517,16 +514,16 @@ void Agent::Impl::ApplyPlan(const Plan& plan) {
     w.rec.first_step_time = 0;
     w.rec.first_step_start = 0;
     w.rec.last_step_time = 0;
-    w.rec.outcome.clear();
+    w.rec.outcome = GenerationOutcome::kNone;
     w.rec.error.clear();
-    w.rec.train_phase = "setup";
+    w.rec.train_phase = TrainPhase::kSetup;
     ++mine;
   }
   // Workers still in an older generation that the plan leaves out stop at once.
   for (auto& [id, w] : workers_) {
-    if (w.exited || w.assigned_gen == plan.generation || w.rec.phase != "running") continue;
+    if (w.exited || w.assigned_gen == plan.generation || w.rec.phase != WorkerPhase::kRunning) continue;
     if (w.abort_sent_gen >= w.rec.generation) continue;
-    (void)w.ch->Send({{"type", "abort"}, {"generation", w.rec.generation}});
+    (void)w.ch->Send(ToJson(AgentMessage(AbortMessage{w.rec.generation})));
     w.abort_sent_gen = w.rec.generation;
   }
   LOG_INFO("agent {}: generation {} ({} ranks, {} here)", opt_.id, plan.generation, plan.world, mine);
@@ -538,13 +535,13 @@ void Agent::Impl::ApplyStop(const GenerationStop& stop) {
   for (auto& [id, w] : workers_) {
     if (w.exited || w.assigned_gen != stop.generation) continue;
     if (stop.abort && w.abort_sent_gen < stop.generation) {
-      (void)w.ch->Send({{"type", "abort"}, {"generation", stop.generation}});
+      (void)w.ch->Send(ToJson(AgentMessage(AbortMessage{stop.generation})));
       w.abort_sent_gen = stop.generation;
     }
     const int fresh = stop.reasons & ~(w.stop_sent_gen == stop.generation ? w.stop_sent_reasons : 0);
     for (int bit : {kStopResize, kStopUser}) {
       if (!(fresh & bit)) continue;
-      (void)w.ch->Send({{"type", "stop"}, {"generation", stop.generation}, {"reason", bit == kStopUser ? "user" : "resize"}});
+      (void)w.ch->Send(ToJson(AgentMessage(StopMessage{stop.generation, static_cast<StopReason>(bit)})));
     }
     if (w.stop_sent_gen != stop.generation) w.stop_sent_reasons = 0;
     w.stop_sent_gen = stop.generation;
@@ -559,18 +556,20 @@ void Agent::Impl::RunCommands() {
     (void)store_.Delete(kv.key);
     AgentCommand c;
     if (!FromJson(kv.value, &c).ok()) continue;
-    LOG_WARN("agent {}: {} {}", opt_.id, c.action, c.worker);
-    if (c.action == "host") {
+    LOG_WARN("agent {}: {} {}", opt_.id, Name(c.action), c.worker);
+    if (c.action == CommandAction::kHost) {
       // The whole host goes: its workers die with it (PR_SET_PDEATHSIG), the lease expires.
       ::raise(SIGKILL);
     }
     auto it = workers_.find(c.worker);
     if (it == workers_.end() || it->second.exited) continue;
     LocalWorker& w = it->second;
-    if (c.action == "hang") ::kill(w.rec.pid, SIGSTOP);
-    else if (c.action == "kill") ::kill(w.rec.pid, SIGKILL);
-    else if (c.action == "terminate") Kill(w, SIGKILL, "ended", Describe(w) + " was killed by the controller (straggler)");
-    else if (c.action == "hung") Kill(w, SIGKILL, "hung", Describe(w) + " made no step progress; killed by the controller");
+    if (c.action == CommandAction::kHang) ::kill(w.rec.pid, SIGSTOP);
+    else if (c.action == CommandAction::kKill) ::kill(w.rec.pid, SIGKILL);
+    else if (c.action == CommandAction::kTerminate)
+      Kill(w, SIGKILL, ExitKind::kEnded, Describe(w) + " was killed by the controller (straggler)");
+    else if (c.action == CommandAction::kHung)
+      Kill(w, SIGKILL, ExitKind::kHung, Describe(w) + " made no step progress; killed by the controller");
   }
 }
 
@@ -677,7 +676,7 @@ Result<AgentEnd> Agent::Impl::Run() {
   }
   if (preempting_) {
     for (auto& [id, w] : workers_) {
-      Kill(w, SIGKILL, "preempted", Describe(w) + " did not leave within preemption_notice_seconds; killed");
+      Kill(w, SIGKILL, ExitKind::kPreempted, Describe(w) + " did not leave within preemption_notice_seconds; killed");
       if (w.exited) continue;
       int status = 0;
       ::waitpid(w.rec.pid, &status, 0);

@@ -4,9 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/vocab_json.h"
+
 namespace elastrain {
 
-// Missing fields keep their defaults, so records written by an older or newer version
+// Enums (wire/worker_vocab.h) travel by name (wire/vocab_json.h): an unknown name fails
+// the record. Missing fields keep their defaults, so records written by an older or newer version
 // still load.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentInfo, id, host, address, slots, pid, started_at, preempting)
