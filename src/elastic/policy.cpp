@@ -41,7 +41,8 @@ int ChooseWorldSize(int available, const JobSettings& s, Mesh* mesh) {
 
 namespace {
 
-// What became of one member of the running generation.
+// What became of one member of the running generation: its outcome or exit kind, as the
+// table in wire/worker_vocab.h maps them (kExited: the process ended, see its exit kind).
 enum class Fate { kLive, kCompleted, kStopped, kFailed, kAborted, kExited, kLost };
 
 struct Member {
@@ -147,11 +148,13 @@ std::vector<Member> Decider::ClassifyMembers(const Plan& plan) const {
     } else if (x.w->rec.phase == WorkerPhase::kExited) {
       x.fate = Fate::kExited;
       x.desc = x.w->rec.exit_desc;
-    } else if ((x.w->rec.phase == WorkerPhase::kIdle || x.w->rec.phase == WorkerPhase::kLeaving) && x.w->rec.generation == plan.generation) {
+    } else if ((x.w->rec.phase == WorkerPhase::kIdle || x.w->rec.phase == WorkerPhase::kLeaving) &&
+               x.w->rec.generation == plan.generation) {
       const GenerationOutcome o = x.w->rec.outcome;
       x.fate = o == GenerationOutcome::kCompleted ? Fate::kCompleted : o == GenerationOutcome::kStopped ? Fate::kStopped
                : o == GenerationOutcome::kAborted ? Fate::kAborted : Fate::kFailed;
-      x.desc = o == GenerationOutcome::kFailed ? fmt::format("{} failed: {}", who, x.w->rec.error) : who + " " + Name(o);
+      x.desc = o == GenerationOutcome::kFailed ? fmt::format("{} failed: {}", who, x.w->rec.error)
+                                               : who + " " + Name(o);
     } else if (x.w->departed) {
       x.fate = Fate::kLost;
       x.desc = fmt::format("{} left with its preempted host", who);
@@ -226,7 +229,8 @@ void Decider::EvaluateGeneration() {
     double newest = 0;
     bool all_training = true;
     for (const Member& x : members) {
-      if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != TrainPhase::kTrain || x.w->rec.first_step_time == 0) {
+      if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != TrainPhase::kTrain ||
+          x.w->rec.first_step_time == 0) {
         all_training = false;
         break;
       }
@@ -238,7 +242,8 @@ void Decider::EvaluateGeneration() {
                                   {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
                                                          "worker_heartbeat_timeout={}s)",
                                                          obs_.now - newest, s_.heartbeat_timeout)}});
-      for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now}});
+      for (const Member& x : members)
+        d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now}});
       return;
     }
     const bool user_stop = obs_.stop_requested && r().stop_sent_gen != g;
@@ -286,7 +291,8 @@ void Decider::EvaluateGeneration() {
     }
   }
   for (const Member& x : members) {
-    const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == WorkerPhase::kLeaving;  // saved, then left on notice
+    // saved, then left on notice
+    const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == WorkerPhase::kLeaving;
     if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) continue;
     if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) continue;
     r().noted.push_back(x.m->worker);
@@ -315,7 +321,8 @@ void Decider::EvaluateGeneration() {
   if (!live.empty()) {
     if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
       r().kill_sent_gen = g;
-      for (const Member* x : live) d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now}});
+      for (const Member* x : live)
+        d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now}});
       Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
                                  {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
                                                         "end (collective_timeout={}s + {}s)",

@@ -151,7 +151,8 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
   ctx.prefix = fmt::format("gen/{}", ctx.generation);
   ctx.bind_address = a.address.empty() ? std::string("127.0.0.1") : a.address;
   ctx.mesh = Mesh(a.data, a.fsdp, a.tensor);
-  ctx.restore.kind = a.restore.kind == RestoreKind::kMemory ? RestoreSpec::Kind::kMemory : RestoreSpec::Kind::kCheckpoint;
+  ctx.restore.kind =
+      a.restore.kind == RestoreKind::kMemory ? RestoreSpec::Kind::kMemory : RestoreSpec::Kind::kCheckpoint;
   ctx.restore.source_rank = a.restore.source_rank;
   ctx.restore.step = a.restore.step;
   ctx.inject_failure = a.inject_failure;
