@@ -27,6 +27,7 @@
 #include "elastic/agent.h"
 #include "elastic/controller.h"
 #include "wire/exit_codes.h"
+#include "wire/worker_vocab.h"
 #include "monitor/job_api.h"
 #include "jobctl/run_token.h"
 #include "store/store.h"
@@ -267,11 +268,12 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   if (hang) action = "hang";
   if ((rank < 0) == host.empty())
     return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
-  if (!host.empty() && action != "kill")
+  const auto parsed = Parse<CommandAction>(action);  // kill or hang (checked above)
+  if (!host.empty() && (!parsed.ok() || parsed.value() != CommandAction::kKill))
     return FailCommand("chaos", Status::InvalidArgument("--host goes with kill (a lost host), not " + action));
   auto url = HeadUrl(head, run_dir);
   if (!url.ok()) return FailCommand("chaos", url.status());
-  nlohmann::json body = {{"action", host.empty() ? action : "host"}, {"rank", rank}, {"host", host}};
+  nlohmann::json body = {{"action", host.empty() ? action : Name(CommandAction::kHost)}, {"rank", rank}, {"host", host}};
   auto tok = ApiToken(url.value(), token, run_dir);
   if (!tok.ok()) return FailCommand("chaos", tok.status());
   auto st = Call(url.value(), "POST", "/api/v1/chaos", body, tok.value());

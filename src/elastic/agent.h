@@ -2,15 +2,17 @@
 // keeps one worker process per slot while a job runs (a pool: the controller assigns
 // ranks to idle workers, and a dead worker's slot gets a fresh process in the
 // background, off the recovery's critical path), delivers each generation's plan to
-// its workers, and reports their state and exits.
+// its workers, and reports their state and exits. Its decisions are a pure state
+// machine (elastic/agent_machine.h, which documents them); Run() is the executor.
 //
 // Failure detection, all local and immediate:
-//   a worker's death closes its channel (elastic/channel.h): seen within one poll;
+//   a worker's death closes its channel (wire/channel.h): seen within one poll;
 //   a worker that sends nothing for worker_heartbeat_timeout (stopped, frozen) is
 //   SIGKILLed and reported as hung;
 //   a worker still running an old generation after the grace is killed as a straggler.
-// Exit kinds in reports: failure (counted by the controller), preempted (exit code 3:
-// not counted), hung, ended (stopped by the agent: shutdown or straggler), success.
+// Exit kinds in reports (wire/worker_vocab.h): failure (counted by the controller),
+// preempted (exit code 3: not counted), hung, ended (killed by the agent: shutdown or
+// straggler), success.
 //
 // A preemption notice for the whole host (SIGTERM or SIGINT to `elastrain agent`, or
 // Preempt()) forwards SIGTERM to every worker, waits up to preemption_notice_seconds for

@@ -42,7 +42,8 @@ int ChooseWorldSize(int available, const JobSettings& s, Mesh* mesh) {
 
 namespace {
 
-// What became of one member of the running generation.
+// What became of one member of the running generation: its outcome or exit kind, as the
+// table in wire/worker_vocab.h maps them (kExited: the process ended, see its exit kind).
 enum class Fate { kLive, kCompleted, kStopped, kFailed, kAborted, kExited, kLost };
 
 struct Member {
@@ -152,14 +153,16 @@ std::vector<Member> Decider::ClassifyMembers(const Plan& plan) const {
                      ? fmt::format("{} is no longer reported by agent {}", who, m.agent)
                      : fmt::format("{} was lost with its host: agent {} stopped renewing its lease", who, m.agent);
       }
-    } else if (x.w->rec.phase == "exited") {
+    } else if (x.w->rec.phase == WorkerPhase::kExited) {
       x.fate = Fate::kExited;
       x.desc = x.w->rec.exit_desc;
-    } else if ((x.w->rec.phase == "idle" || x.w->rec.phase == "leaving") && x.w->rec.generation == plan.generation) {
-      const std::string& o = x.w->rec.outcome;
-      x.fate = o == "completed" ? Fate::kCompleted : o == "stopped" ? Fate::kStopped
-               : o == "aborted" ? Fate::kAborted : Fate::kFailed;
-      x.desc = o == "failed" ? fmt::format("{} failed: {}", who, x.w->rec.error) : who + " " + o;
+    } else if ((x.w->rec.phase == WorkerPhase::kIdle || x.w->rec.phase == WorkerPhase::kLeaving) &&
+               x.w->rec.generation == plan.generation) {
+      const GenerationOutcome o = x.w->rec.outcome;
+      x.fate = o == GenerationOutcome::kCompleted ? Fate::kCompleted : o == GenerationOutcome::kStopped ? Fate::kStopped
+               : o == GenerationOutcome::kAborted ? Fate::kAborted : Fate::kFailed;
+      x.desc = o == GenerationOutcome::kFailed ? fmt::format("{} failed: {}", who, x.w->rec.error)
+                                               : who + " " + Name(o);
     } else if (x.w->departed) {
       x.fate = Fate::kLost;
       x.desc = fmt::format("{} left with its preempted host", who);
@@ -249,7 +252,7 @@ void Decider::NoteFirstStep(const Plan& plan, const std::vector<Member>& members
 bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
   double newest = 0;
   for (const Member& x : members) {
-    if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != "train" || x.w->rec.first_step_time == 0)
+    if (!x.w || x.w->rec.generation != g || x.w->rec.train_phase != TrainPhase::kTrain || x.w->rec.first_step_time == 0)
       return false;
     newest = std::max(newest, x.w->rec.last_step_time);
   }
@@ -259,7 +262,7 @@ bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
                               {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
                                                      "worker_heartbeat_timeout={}s)",
                                                      obs_.now - newest, s_.heartbeat_timeout)}});
-  for (const Member& x : members) d_.commands.push_back({x.m->agent, {"hung", x.m->worker, obs_.now}});
+  for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now}});
   return true;
 }
 
@@ -310,7 +313,7 @@ void Decider::BeginEnding(int64_t g, const std::vector<Member>& members) {
 
 // One event per member that ended other than by completing or stopping (once each).
 void Decider::NoteEndedMember(int64_t g, const Member& x) {
-  const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == "leaving";  // saved, then left on notice
+  const bool leaving = x.fate == Fate::kStopped && x.w->rec.phase == WorkerPhase::kLeaving;  // saved, then left on notice
   if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) return;
   if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) return;
   r().noted.push_back(x.m->worker);
@@ -329,8 +332,7 @@ void Decider::NoteEndedMember(int64_t g, const Member& x) {
     f["detected_at"] = w.exit_time;
     f["exit_code"] = w.exit_code;
     f["signal"] = w.exit_signal;
-    name = w.exit_kind == "preempted" ? "worker_preempted" : w.exit_kind == "hung" ? "worker_hung"
-           : w.exit_kind == "ended" ? "worker_terminated" : "worker_failed";
+    name = ExitEventName(w.exit_kind);
   }
   Emit(name, std::move(f));
 }
@@ -344,7 +346,7 @@ bool Decider::EndStragglers(int64_t g, const std::vector<Member>& members) {
   if (live.empty()) return false;
   if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
     r().kill_sent_gen = g;
-    for (const Member* x : live) d_.commands.push_back({x->m->agent, {"terminate", x->m->worker, obs_.now}});
+    for (const Member* x : live) d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now}});
     Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
                                {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
                                                       "end (collective_timeout={}s + {}s)",
@@ -368,8 +370,7 @@ void Decider::EndGeneration(const std::vector<Member>& members) {
   const Member* cause = nullptr;
   auto rank_of = [](const Member& x) {
     if (x.fate == Fate::kExited) {
-      const std::string& k = x.w->rec.exit_kind;
-      if (k == "failure" || k == "hung" || k == "success") return 0;
+      if (IsFailureExit(x.w->rec.exit_kind)) return 0;
       return INT_MAX;  // preempted or terminated: not a cause
     }
     if (x.fate == Fate::kLost) return x.w && x.w->departed ? INT_MAX : 1;  // left with a preempted host
@@ -385,7 +386,7 @@ void Decider::EndGeneration(const std::vector<Member>& members) {
   }
   bool preempted = false, user_stopped = false;
   for (const Member& x : members) {
-    if (x.fate == Fate::kExited && x.w->rec.exit_kind == "preempted") preempted = true;
+    if (x.fate == Fate::kExited && x.w->rec.exit_kind == ExitKind::kPreempted) preempted = true;
     if (x.fate == Fate::kLost && x.w && x.w->departed) preempted = true;
     if (x.fate == Fate::kStopped && (x.w->rec.stop_reasons & kStopPreemption)) preempted = true;
     if (x.fate == Fate::kStopped && (x.w->rec.stop_reasons & kStopUser)) user_stopped = true;
@@ -424,7 +425,7 @@ std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled, int ru
     for (const PlanMember& m : obs_.plan->members) in_plan.insert(m.worker);
   for (const ObservedWorker& w : obs_.workers) {
     const AgentInfo* a = FindAgent(w.agent);
-    if (!a || a->preempting || w.departed || w.rec.phase != "idle" || in_plan.count(w.rec.id)) continue;
+    if (!a || a->preempting || w.departed || w.rec.phase != WorkerPhase::kIdle || in_plan.count(w.rec.id)) continue;
     all.push_back(&w);
     if (!InCooldown(w.host)) usable.push_back(&w);
   }
@@ -479,9 +480,9 @@ Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const M
   }
   const bool replicated = mesh.fsdp() == 1 && mesh.tensor() == 1;
   if (replicated && source >= 0 && chosen[source]->rec.state_step >= r().latest_checkpoint_step) {
-    p.restore = {"memory", source, chosen[source]->rec.state_step};
+    p.restore = {RestoreKind::kMemory, source, chosen[source]->rec.state_step};
   } else {
-    p.restore = {"checkpoint", 0, std::max<int64_t>(0, r().latest_checkpoint_step)};
+    p.restore = {RestoreKind::kCheckpoint, 0, std::max<int64_t>(0, r().latest_checkpoint_step)};
   }
   return p;
 }
@@ -501,7 +502,7 @@ void Decider::TryStart() {
       obs_.now - r().wait_since < kStartupGraceSeconds) {
     int starting = 0;
     for (const ObservedWorker& w : obs_.workers)
-      if (w.rec.phase == "starting" && AgentAlive(w.agent)) ++starting;
+      if (w.rec.phase == WorkerPhase::kStarting && AgentAlive(w.agent)) ++starting;
     if (starting > 0) return;
   }
   Mesh mesh(1, 1, 1);
@@ -522,11 +523,11 @@ void Decider::TryStart() {
       members.push_back({{"rank", m.rank}, {"worker", m.worker}, {"host", m.host}, {"pid", m.pid}});
     Emit("generation_started", {{"generation", p.generation}, {"world", n},
                                 {"mesh", {{"data", p.data}, {"fsdp", p.fsdp}, {"tensor", p.tensor}}},
-                                {"restore", {{"kind", p.restore.kind}, {"source_rank", p.restore.source_rank},
+                                {"restore", {{"kind", Name(p.restore.kind)}, {"source_rank", p.restore.source_rank},
                                              {"step", p.restore.step}}},
                                 {"members", members}});
     Transition(JobState::kRunning, fmt::format("generation {} with {} workers ({} restore from step {})",
-                                               p.generation, n, p.restore.kind, p.restore.step));
+                                               p.generation, n, Name(p.restore.kind), p.restore.step));
     d_.plan = std::move(p);
     return;
   }

@@ -59,20 +59,21 @@ Status RequestJobStop(Store& store) {
 }
 
 Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host) {
-  if (action != "kill" && action != "hang" && action != "host")
+  auto parsed = Parse<CommandAction>(action);
+  if (!parsed.ok() || !IsChaosAction(parsed.value()))
     return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang or host");
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
   AgentCommand cmd;
-  cmd.action = action;
+  cmd.action = parsed.value();
   cmd.requested_at = WallSeconds();
   std::string agent;
-  if (action == "host" || (!host.empty() && rank < 0)) {
+  if (cmd.action == CommandAction::kHost || (!host.empty() && rank < 0)) {
     if (!allow_host)
       return Status::InvalidArgument("chaos --host: an embedded job has one host, the job itself; use --rank");
     for (const AgentInfo& a : v.cluster.agents)
       if (a.host == host || a.id == host) agent = a.id;
     if (agent.empty()) return Status::InvalidArgument("chaos --host " + host + ": no live agent on that host");
-    cmd.action = "host";
+    cmd.action = CommandAction::kHost;
   } else {
     if (!v.cluster.plan) return Status::FailedPrecondition("chaos --rank: no generation is running");
     for (const PlanMember& m : v.cluster.plan->members)

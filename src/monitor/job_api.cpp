@@ -65,14 +65,14 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
       for (const auto& [agent, w] : workers)
         if (w.id == m.worker) {
           r["step"] = w.step;
-          r["phase"] = w.phase == "running" ? w.train_phase : w.phase;
+          r["phase"] = w.phase == WorkerPhase::kRunning ? Name(w.train_phase) : Name(w.phase);
         }
       ranks.push_back(r);
     }
   }
   j["ranks"] = ranks;
   int idle = 0;
-  for (const auto& [agent, w] : workers) idle += w.phase == "idle" ? 1 : 0;
+  for (const auto& [agent, w] : workers) idle += w.phase == WorkerPhase::kIdle ? 1 : 0;
   j["idle_workers"] = idle;
   return j;
 }

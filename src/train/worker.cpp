@@ -20,6 +20,7 @@
 #include "wire/channel.h"
 #include "wire/exit_codes.h"
 #include "wire/protocol.h"
+#include "wire/worker_messages.h"
 #include "common/process.h"
 #include "kernels/gemm.h"
 #include "store/store.h"
@@ -63,11 +64,11 @@ class Inbox {
     if (reader_.joinable()) reader_.join();
   }
   // The next assignment, or nullopt when told to exit or the agent is gone.
-  std::optional<nlohmann::json> NextAssignment() {
+  std::optional<AssignMessage> NextAssignment() {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return !assignments_.empty() || closed_ || g_preempted; });
     if (assignments_.empty()) return std::nullopt;
-    nlohmann::json a = std::move(assignments_.front());
+    AssignMessage a = std::move(assignments_.front());
     assignments_.pop_front();
     return a;
   }
@@ -88,21 +89,14 @@ class Inbox {
       auto m = ch_->Receive(std::chrono::milliseconds(50));
       if (!m.ok()) break;  // the agent is gone
       if (!m.value()) continue;
-      const nlohmann::json& msg = *m.value();
-      const std::string type = msg.value("type", "");
-      const int64_t gen = msg.value("generation", int64_t{-1});
-      std::lock_guard<std::mutex> lock(mu_);
-      if (type == "assign") {
-        assignments_.push_back(msg);
-        // A newer generation ends whatever older one is still running.
-        Raise(&abort_gen, gen - 1);
-      } else if (type == "stop") {
-        Raise(msg.value("reason", "") == "user" ? &user_stop_gen : &resize_gen, gen);
-      } else if (type == "abort") {
-        Raise(&abort_gen, gen);
-      } else if (type == "exit") {
-        closed_ = true;
+      AgentMessage msg;
+      Status st = FromJson(*m.value(), &msg);
+      if (!st.ok()) {
+        LOG_WARN("worker: ignored a message from the agent: {}", st.message());
+        continue;
       }
+      std::lock_guard<std::mutex> lock(mu_);
+      std::visit([this](const auto& v) { Take(v); }, msg);
       cv_.notify_all();
       if (closed_) return;
     }
@@ -110,6 +104,16 @@ class Inbox {
     closed_ = true;
     cv_.notify_all();
   }
+
+  // GUARDED_BY(mu_), on the reader thread.
+  void Take(const AssignMessage& m) {
+    assignments_.push_back(m);
+    Raise(&abort_gen, m.generation - 1);  // a newer generation ends whatever older one still runs
+  }
+  void Take(const StopMessage& m) { Raise(m.reason == kStopUser ? &user_stop_gen : &resize_gen, m.generation); }
+  void Take(const AbortMessage& m) { Raise(&abort_gen, m.generation); }
+  void Take(const ExitMessage&) { closed_ = true; }
+  void Take(const JobMessage&) {}  // only the first message, read by Run
 
   static void Raise(std::atomic<int64_t>* a, int64_t v) {
     if (a->load() < v) a->store(v);  // only the reader thread writes
@@ -119,7 +123,7 @@ class Inbox {
   std::thread reader_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<nlohmann::json> assignments_;  // GUARDED_BY(mu_)
+  std::deque<AssignMessage> assignments_;   // GUARDED_BY(mu_)
   bool closed_ = false;                     // GUARDED_BY(mu_)
 };
 
@@ -128,52 +132,45 @@ struct Progress {
   std::atomic<int64_t> generation{-1};
   std::atomic<int64_t> step{-1};
   std::mutex mu;
-  std::string phase = "idle";  // GUARDED_BY(mu)
-  void SetPhase(const std::string& p) {
+  TrainPhase phase = TrainPhase::kIdle;  // GUARDED_BY(mu)
+  void SetPhase(TrainPhase p) {
     std::lock_guard<std::mutex> lock(mu);
     phase = p;
   }
-  std::string Phase() {
+  TrainPhase Phase() {
     std::lock_guard<std::mutex> lock(mu);
     return phase;
   }
 };
 
-Result<WorkerContext> ContextFor(const nlohmann::json& a, const TrainConfig& cfg, const std::string& host) {
+Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg, const std::string& host) {
   WorkerContext ctx;
-  ctx.rank = a.at("rank").get<int>();
-  ctx.world = a.at("world").get<int>();
-  ctx.generation = a.at("generation").get<int64_t>();
+  ctx.rank = a.rank;
+  ctx.world = a.world;
+  ctx.generation = a.generation;
   ctx.prefix = fmt::format("gen/{}", ctx.generation);
-  ctx.bind_address = a.value("address", std::string("127.0.0.1"));
-  ctx.mesh = Mesh(a.at("data").get<int>(), a.at("fsdp").get<int>(), a.at("tensor").get<int>());
-  const nlohmann::json& restore = a.at("restore");
-  ctx.restore.kind = restore.value("kind", "checkpoint") == "memory" ? RestoreSpec::Kind::kMemory
-                                                                      : RestoreSpec::Kind::kCheckpoint;
-  ctx.restore.source_rank = restore.value("source_rank", 0);
-  ctx.restore.step = restore.value("step", int64_t{0});
-  ctx.inject_failure = a.value("inject_failure", false);
-  ctx.failures = a.value("failures", int64_t{0});
-  ctx.job_started_at = a.value("job_started_at", 0.0);
-  const std::string rdzv = a.at("rendezvous").get<std::string>();
-  if (rdzv.rfind("file:", 0) == 0) {
-    ctx.rendezvous_dir = rdzv.substr(5);
-  } else if (rdzv.rfind("etcd://", 0) == 0) {
-    // etcd://host:port/<key prefix>
-    const size_t slash = rdzv.find('/', 7);
-    const std::string url = rdzv.substr(0, slash), prefix = slash == std::string::npos ? "" : rdzv.substr(slash + 1);
+  ctx.bind_address = a.address.empty() ? std::string("127.0.0.1") : a.address;
+  ctx.mesh = Mesh(a.data, a.fsdp, a.tensor);
+  ctx.restore.kind =
+      a.restore.kind == RestoreKind::kMemory ? RestoreSpec::Kind::kMemory : RestoreSpec::Kind::kCheckpoint;
+  ctx.restore.source_rank = a.restore.source_rank;
+  ctx.restore.step = a.restore.step;
+  ctx.inject_failure = a.inject_failure;
+  ctx.failures = a.failures;
+  ctx.job_started_at = a.job_started_at;
+  if (a.rendezvous.kind == RendezvousAddress::Kind::kFile) {
+    ctx.rendezvous_dir = a.rendezvous.dir;
+  } else {
     StoreOptions so;
     so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(
         std::min(cfg.collective_timeout * 1000, static_cast<double>(kDefaultStoreRequestTimeout.count()))));
-    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, OpenStore(url, so));
-    ctx.store = MakeGlooStore(store, prefix, so);
-  } else {
-    return Status::InvalidArgument("assignment: rendezvous '" + rdzv + "': expected file:<dir> or etcd://host:port/prefix");
+    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, OpenStore(a.rendezvous.store_url, so));
+    ctx.store = MakeGlooStore(store, a.rendezvous.prefix, so);
   }
   // Peers on this host whose process is gone, to name them when a collective fails.
   std::vector<std::pair<int, int>> local_peers;  // rank, pid
-  for (const auto& m : a.at("members"))
-    if (m.value("host", "") == host) local_peers.push_back({m.value("rank", -1), m.value("pid", 0)});
+  for (const AssignPeer& m : a.members)
+    if (m.host == host) local_peers.push_back({m.rank, m.pid});
   ctx.describe_lost_peers = [local_peers, host] {
     std::string out;
     for (auto [rank, pid] : local_peers)
@@ -190,9 +187,10 @@ class WorkerProcess {
   int Run();
 
  private:
-  Status Init(const nlohmann::json& job);
+  Status Init(const JobMessage& job);
   // Runs one assignment; returns the exit code if the process must end, else -1.
-  int RunAssignment(const nlohmann::json& a);
+  int RunAssignment(const AssignMessage& a);
+  void Send(const WorkerMessage& m) { (void)ch_.Send(ToJson(m)); }
   void Tick();
 
   Channel ch_;
@@ -206,17 +204,18 @@ class WorkerProcess {
   std::thread ticker_;
 };
 
-Status WorkerProcess::Init(const nlohmann::json& job) {
-  worker_id_ = job.value("worker_id", "");
-  host_ = job.value("host", "localhost");
-  ELASTRAIN_ASSIGN_OR_RETURN(cfg_, LoadConfigText(job.value("config_yaml", ""), "job config"));
+Status WorkerProcess::Init(const JobMessage& job) {
+  worker_id_ = job.worker_id;
+  host_ = job.host.empty() ? std::string("localhost") : job.host;
+  ELASTRAIN_ASSIGN_OR_RETURN(cfg_, LoadConfigText(job.config_yaml, "job config"));
   SetLogLevel(cfg_.log_level);
-  SetComputeThreads(job.value("threads", 0));
+  SetComputeThreads(job.threads);
   const auto t0 = std::chrono::steady_clock::now();
   auto since = [&] { return SecondsSince(t0); };
-  // The MFU denominator: measured once per host by the agent when it can, else here,
-  // once per process; a recovery does not pay for it again.
-  peak_flops_ = job.value("peak_flops", 0.0);
+  // The MFU denominator, decided once per process: the config's hardware_peak_tflops
+  // (then the trainer uses it and nothing is measured), a peak the agent passed on, or
+  // this process's SGEMM ceiling, measured here once; a recovery does not pay for it again.
+  peak_flops_ = job.peak_flops;
   if (peak_flops_ <= 0 && cfg_.hardware_peak_tflops <= 0) peak_flops_ = MeasureSgemmGflops() * 1e9;
   const double t_peak = since();
   // Allocated before this worker says it is ready, so that joining a generation costs a
@@ -230,17 +229,14 @@ Status WorkerProcess::Init(const nlohmann::json& job) {
 
 void WorkerProcess::Tick() {
   while (!done_) {
-    Status st = ch_.Send({{"type", "progress"},
-                          {"generation", progress_.generation.load()},
-                          {"step", progress_.step.load()},
-                          {"phase", progress_.Phase()},
-                          {"time", WallSeconds()}});
+    Status st = ch_.Send(ToJson(WorkerMessage(
+        ProgressMessage{progress_.generation.load(), progress_.step.load(), progress_.Phase(), WallSeconds()})));
     if (!st.ok()) return;
     std::this_thread::sleep_for(kTickInterval);
   }
 }
 
-int WorkerProcess::RunAssignment(const nlohmann::json& a) {
+int WorkerProcess::RunAssignment(const AssignMessage& a) {
   auto ctx_or = [&]() -> Result<WorkerContext> {
     try {
       return ContextFor(a, cfg_, host_);
@@ -248,10 +244,14 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
       return Status::InvalidArgument(std::string("assignment: ") + e.what());
     }
   }();
-  const int64_t gen = a.value("generation", int64_t{-1});
+  const int64_t gen = a.generation;
   if (!ctx_or.ok()) {
-    (void)ch_.Send({{"type", "ended"}, {"generation", gen}, {"outcome", "failed"}, {"error", ctx_or.status().message()},
-                    {"state_step", carried_.step}});
+    EndedMessage ended;
+    ended.generation = gen;
+    ended.outcome = GenerationOutcome::kFailed;
+    ended.error = ctx_or.status().message();
+    ended.state_step = carried_.step;
+    Send(ended);
     return -1;
   }
   WorkerContext ctx = std::move(ctx_or.value());
@@ -267,35 +267,37 @@ int WorkerProcess::RunAssignment(const nlohmann::json& a) {
     return r;
   };
   ctx.control.aborted = [this, gen] { return inbox_.abort_gen >= gen; };
-  ctx.control.on_phase = [this](const std::string& p) { progress_.SetPhase(p); };
+  ctx.control.on_phase = [this](const std::string& p) {
+    auto phase = Parse<TrainPhase>(p);
+    if (phase.ok()) progress_.SetPhase(phase.value());
+    else LOG_WARN("worker {}: {}", worker_id_, phase.status().message());
+  };
   ctx.control.on_step = [this, gen](const StepReport& r) {
     progress_.step = r.step;
-    (void)ch_.Send({{"type", "step"}, {"generation", gen}, {"step", r.step}, {"start_step", r.start_step}, {"loss", r.loss},
-                    {"step_seconds", r.step_seconds}, {"time", r.wall_time}});
+    Send(StepMessage{gen, r.step, r.start_step, r.loss, r.step_seconds, r.wall_time});
   };
-  ctx.control.on_checkpoint = [this](int64_t step) {
-    (void)ch_.Send({{"type", "checkpoint"}, {"step", step}, {"time", WallSeconds()}});
-  };
+  ctx.control.on_checkpoint = [this](int64_t step) { Send(CheckpointMessage{step, WallSeconds()}); };
   progress_.generation = gen;
   progress_.step = -1;
-  (void)ch_.Send({{"type", "started"}, {"generation", gen}, {"rank", ctx.rank}, {"world", ctx.world}});
+  Send(StartedMessage{gen, ctx.rank, ctx.world});
   LOG_INFO("worker {}: generation {} as rank {} of {}", worker_id_, gen, ctx.rank, ctx.world);
 
   GenerationResult r = RunGeneration(cfg_, ctx);
 
-  std::string outcome = r.completed ? "completed" : r.status.ok() ? "stopped" : "failed";
-  if (!r.status.ok() && inbox_.abort_gen >= gen) outcome = "aborted";
+  EndedMessage ended;
+  ended.generation = gen;
+  ended.outcome = r.completed ? GenerationOutcome::kCompleted
+                  : r.status.ok() ? GenerationOutcome::kStopped : GenerationOutcome::kFailed;
+  if (!r.status.ok() && inbox_.abort_gen >= gen) ended.outcome = GenerationOutcome::kAborted;
   if (!r.status.ok()) LOG_ERROR("generation {} failed on rank {}: {}", gen, ctx.rank, r.status.message());
-  progress_.SetPhase("idle");
-  (void)ch_.Send({{"type", "ended"},
-                  {"generation", gen},
-                  {"outcome", outcome},
-                  {"stop_reasons", r.stop_reasons},
-                  {"start_step", r.start_step},
-                  {"step", r.completed_step},
-                  {"state_step", carried_.step},
-                  {"leaving", r.injected_exit || g_preempted != 0},
-                  {"error", r.status.ok() ? "" : r.status.message()}});
+  progress_.SetPhase(TrainPhase::kIdle);
+  ended.stop_reasons = r.stop_reasons;
+  ended.start_step = r.start_step;
+  ended.step = r.completed_step;
+  ended.state_step = carried_.step;
+  ended.leaving = r.injected_exit || g_preempted != 0;
+  ended.error = r.status.ok() ? "" : r.status.message();
+  Send(ended);
   if (r.injected_exit) return kExitFailure;
   if (g_preempted) return kExitPreempted;
   return -1;
@@ -313,20 +315,22 @@ int WorkerProcess::Run() {
   signal(SIGPIPE, SIG_IGN);
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, OnCrash);
 
-  auto job = ch_.Receive(kJobMessageTimeout);
-  if (!job.ok() || !job.value() || job.value()->value("type", "") != "job") {
+  auto received = ch_.Receive(kJobMessageTimeout);
+  AgentMessage first;
+  if (!received.ok() || !received.value() || !FromJson(*received.value(), &first).ok() ||
+      !std::holds_alternative<JobMessage>(first)) {
     LOG_ERROR("worker: no job message from the agent within {} ms", kJobMessageTimeout.count());
     return kExitFailure;
   }
-  Status st = Init(*job.value());
+  Status st = Init(std::get<JobMessage>(first));
   if (!st.ok()) {
     LOG_ERROR("worker: {}", st.message());
-    (void)ch_.Send({{"type", "fatal"}, {"error", st.message()}});
+    Send(FatalMessage{st.message()});
     return kExitBadConfig;
   }
   inbox_.Start();
   ticker_ = std::thread([this] { Tick(); });
-  (void)ch_.Send({{"type", "ready"}, {"pid", static_cast<int>(::getpid())}, {"state_step", carried_.step}});
+  Send(ReadyMessage{static_cast<int>(::getpid()), carried_.step});
   int code = kExitSuccess;
   for (;;) {
     if (g_preempted) {

@@ -5,11 +5,12 @@
 // process that died is replaced by a fresh one, so a recovery costs a rendezvous and
 // (for newcomers) one broadcast of the state, not a restart of every process.
 //
-// Lifecycle (the `phase` it reports): starting -> idle <-> running -> exited.
+// Lifecycle (the `phase` its agent reports, wire/worker_vocab.h): starting -> idle <->
+// running -> exited, through leaving when a preemption notice ends a generation.
 // Signals: SIGTERM is a preemption notice: a running generation stops after the current
 // step on every rank, saves a checkpoint, and this process exits with kExitPreempted;
 // an idle one exits at once. SIGINT is ignored (the agent decides).
-// Exit codes (elastic/exit_codes.h): 0 when told to exit, 1 after an injected or fatal
+// Exit codes (wire/exit_codes.h): 0 when told to exit, 1 after an injected or fatal
 // failure, 2 when the job's config cannot load, 3 after a preemption notice.
 #pragma once
 

@@ -4,10 +4,11 @@
 // end at once, so the agent learns of it within one poll, without waitpid polling or
 // timeouts; and an agent's death ends its workers the same way.
 //
+// The messages, one struct each, and their fields are in wire/worker_messages.h:
 // Agent -> worker: job (config and settings, first), assign (a generation's plan for it),
 //                  stop (at a step boundary, with a reason), abort, exit.
-// Worker -> agent: ready, started, step, progress (ticks), checkpoint, ended, preempted.
-// See elastic/worker.cpp and elastic/agent.cpp for the fields.
+// Worker -> agent: ready, started, step, progress (ticks: its heartbeat), checkpoint,
+//                  ended, fatal.
 #pragma once
 
 #include <chrono>

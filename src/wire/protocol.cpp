@@ -4,22 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/vocab_json.h"
+
 namespace elastrain {
 
-// Enums travel by name; an unknown name fails the whole record (named by Load).
-void to_json(nlohmann::json& j, JobState s) { j = JobStateName(s); }
-void from_json(const nlohmann::json& j, JobState& s) {
-  auto parsed = ParseJobState(j.get<std::string>());
-  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
-  s = parsed.value();
-}
-void to_json(nlohmann::json& j, const RendezvousAddress& a) { j = a.ToString(); }
-void from_json(const nlohmann::json& j, RendezvousAddress& a) {
-  auto parsed = RendezvousAddress::Parse(j.get<std::string>());
-  if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
-  a = parsed.value();
-}
-
+// Enums and small types travel by name (wire/vocab_json.h): an unknown name fails the
+// whole record (named by Load).
 // Missing fields keep their defaults, so records written by an older or newer version
 // still load.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)

@@ -27,6 +27,7 @@
 #include "wire/job_state.h"
 #include "wire/rendezvous.h"
 #include "wire/stop_reason.h"
+#include "wire/worker_vocab.h"
 
 namespace elastrain {
 
@@ -71,7 +72,7 @@ struct WorkerRecord {
   std::string id;            // "<agent>-w<serial>", unique over the job
   int slot = 0;
   int pid = 0;
-  std::string phase;         // starting | idle | running | exited
+  WorkerPhase phase = WorkerPhase::kNone;  // starting | idle | running | leaving | exited
   int64_t generation = -1;   // running: the generation; idle: the last one it ran
   int rank = -1;             // its rank in `generation`
   int64_t start_step = -1;   // the step `generation` started from
@@ -79,16 +80,16 @@ struct WorkerRecord {
   double first_step_time = 0;  // when its first step of `generation` completed (0: not yet)
   double first_step_start = 0; // when that first step began (its completion less its duration)
   int64_t state_step = -1;   // the step of the full replica it holds in memory (-1: none)
-  std::string train_phase;   // setup | restore | train | eval | checkpoint | idle
+  TrainPhase train_phase = TrainPhase::kNone;  // setup | restore | train | eval | checkpoint | idle
   double last_progress = 0;  // when it last reported anything
   double last_step_time = 0; // when its last step completed
   int64_t checkpoint_step = -1;  // the newest checkpoint it committed as chief
   // After a generation (idle) or at exit:
-  std::string outcome;       // completed | stopped | failed | aborted
+  GenerationOutcome outcome = GenerationOutcome::kNone;  // completed | stopped | failed | aborted
   int stop_reasons = 0;      // StopReason bits when stopped
   std::string error;         // why it failed
-  // phase == exited:
-  std::string exit_kind;     // failure | preempted | hung | ended (stopped by its agent) | success
+  // phase == exited (wire/worker_vocab.h maps the exit kinds to outcomes, commands and events):
+  ExitKind exit_kind = ExitKind::kNone;  // failure | preempted | hung | ended (killed by its agent) | success
   int exit_code = 0;
   int exit_signal = 0;
   double exit_time = 0;      // when the agent saw the exit
@@ -112,7 +113,7 @@ struct PlanMember {
 struct RestorePlan {
   // memory: the replica of `source_rank` at `step` (pure data parallel both before and
   // after); checkpoint: the run's latest committed checkpoint (or a fresh start).
-  std::string kind = "checkpoint";
+  RestoreKind kind = RestoreKind::kCheckpoint;
   int source_rank = 0;
   int64_t step = 0;
 };
@@ -148,10 +149,7 @@ struct JobControl {
 
 // Something an agent must do to one of its workers, or to itself.
 struct AgentCommand {
-  // kill: SIGKILL (chaos: counts as a failure); hang: SIGSTOP (chaos); host: the agent
-  // SIGKILLs itself and so its workers (chaos: host loss); terminate: SIGKILL as a
-  // straggler the controller gave up on (not a failure); hung: SIGKILL as hung (a failure).
-  std::string action;
+  CommandAction action = CommandAction::kKill;  // kill | hang | host | terminate | hung (wire/worker_vocab.h)
   std::string worker;        // empty for host
   double requested_at = 0;
 };

@@ -55,7 +55,7 @@ TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
     EXPECT_EQ(p.members[i].host, "h1");
     EXPECT_EQ(p.members[i].pid, c.W(p.members[i].worker).rec.pid);
   }
-  EXPECT_EQ(p.restore.kind, "checkpoint");
+  EXPECT_EQ(p.restore.kind, RestoreKind::kCheckpoint);
   EXPECT_EQ(p.restore.step, 0);
   EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_EQ(d.record.generation, 0);
@@ -193,7 +193,7 @@ TEST(ElasticPolicyFailure, WaitsForSurvivorsThenRecoversFromTheNewestReplica) {
   EXPECT_EQ(p.world, 3);
   // Survivors keep their previous rank order: old ranks 0, 2, 3 -> new 0, 1, 2.
   EXPECT_THAT(MemberIds(p), ElementsAre("a1-w3", "a1-w2", "a1-w1"));
-  EXPECT_EQ(p.restore.kind, "memory");
+  EXPECT_EQ(p.restore.kind, RestoreKind::kMemory);
   EXPECT_EQ(p.restore.source_rank, 1) << "a1-w2 has the largest state_step";
   EXPECT_EQ(p.restore.step, 8);
   EXPECT_EQ(d.record.failures, 1);
@@ -327,7 +327,7 @@ TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_EQ(d.plan->generation, 1);
   EXPECT_THAT(MemberIds(*d.plan), ElementsAre("a1-w0", "a1-w1"));
-  EXPECT_EQ(d.plan->restore.kind, "memory");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kMemory);
   EXPECT_EQ(d.plan->restore.step, 12);
   EXPECT_EQ(d.record.failures, 0);
   EXPECT_EQ(d.record.restarts, 1);
@@ -617,13 +617,13 @@ TEST(ElasticPolicyRestore, MemoryWhenDataParallelAndTheReplicaIsCurrent) {
   Ended e(20, 10);
   const Decision d = Decide(e.rec, e.c.Obs(kT0, e.plan), Settings(1, 2));
   ASSERT_TRUE(d.plan) << Names(d);
-  EXPECT_EQ(d.plan->restore.kind, "memory");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kMemory);
   EXPECT_EQ(d.plan->restore.step, 20);
   EXPECT_EQ(d.plan->restore.source_rank, 0);
   Ended same(10, 10);
   const Decision d2 = Decide(same.rec, same.c.Obs(kT0, same.plan), Settings(1, 2));
   ASSERT_TRUE(d2.plan);
-  EXPECT_EQ(d2.plan->restore.kind, "memory") << "a replica as new as the checkpoint";
+  EXPECT_EQ(d2.plan->restore.kind, RestoreKind::kMemory) << "a replica as new as the checkpoint";
   EXPECT_EQ(d2.plan->restore.step, 10);
 }
 
@@ -635,7 +635,7 @@ TEST(ElasticPolicyRestore, CheckpointWhenTheNewMeshShardsTheState) {
   ASSERT_TRUE(d.plan) << Names(d);
   EXPECT_EQ(d.plan->fsdp, 2);
   EXPECT_EQ(d.plan->data, 1);
-  EXPECT_EQ(d.plan->restore.kind, "checkpoint");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
   EXPECT_EQ(d.plan->restore.step, 10);
   EXPECT_EQ(FindEvent(d, "generation_started")->fields["mesh"]["fsdp"], 2);
 
@@ -643,14 +643,14 @@ TEST(ElasticPolicyRestore, CheckpointWhenTheNewMeshShardsTheState) {
   d = Decide(e.rec, e.c.Obs(kT0, e.plan), s);
   ASSERT_TRUE(d.plan);
   EXPECT_EQ(d.plan->tensor, 2);
-  EXPECT_EQ(d.plan->restore.kind, "checkpoint");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
 }
 
 TEST(ElasticPolicyRestore, CheckpointWhenTheReplicaIsOlderThanTheLatestCheckpoint) {
   Ended e(5, 10);
   Decision d = Decide(e.rec, e.c.Obs(kT0, e.plan), Settings(1, 2));
   ASSERT_TRUE(d.plan) << Names(d);
-  EXPECT_EQ(d.plan->restore.kind, "checkpoint");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
   EXPECT_EQ(d.plan->restore.step, 10);
 
   // A checkpoint a worker reports committing counts too.
@@ -659,7 +659,7 @@ TEST(ElasticPolicyRestore, CheckpointWhenTheReplicaIsOlderThanTheLatestCheckpoin
   d = Decide(e2.rec, e2.c.Obs(kT0, e2.plan), Settings(1, 2));
   ASSERT_TRUE(d.plan);
   EXPECT_EQ(d.record.latest_checkpoint_step, 25);
-  EXPECT_EQ(d.plan->restore.kind, "checkpoint");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
   EXPECT_EQ(d.plan->restore.step, 25);
 }
 
@@ -667,7 +667,7 @@ TEST(ElasticPolicyRestore, CheckpointWhenNobodyHoldsAReplica) {
   Ended e(-1, 10);
   const Decision d = Decide(e.rec, e.c.Obs(kT0, e.plan), Settings(1, 2));
   ASSERT_TRUE(d.plan) << Names(d);
-  EXPECT_EQ(d.plan->restore.kind, "checkpoint");
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
   EXPECT_EQ(d.plan->restore.step, 10);
 }
 
@@ -772,7 +772,7 @@ TEST(ElasticPolicyStraggler, KilledOnceAfterCollectiveTimeoutPlusGrace) {
   d = Decide(d.record, c.Obs(kT0 + s.collective_timeout + kEndingGraceSeconds + 1, plan), s);
   ASSERT_EQ(d.commands.size(), 1u) << Names(d);
   EXPECT_EQ(d.commands[0].first, "a2");
-  EXPECT_EQ(d.commands[0].second.action, "terminate");
+  EXPECT_EQ(d.commands[0].second.action, CommandAction::kTerminate);
   EXPECT_EQ(d.commands[0].second.worker, "a2-w0");
   EXPECT_EQ(d.commands[0].second.requested_at, kT0 + s.collective_timeout + kEndingGraceSeconds + 1);
   EXPECT_EQ(CountEvents(d, "stragglers_killed"), 1);
@@ -915,7 +915,7 @@ TEST(ElasticPolicyPlacement, PackPrefersTheAgentWithMostIdleWorkers) {
 TEST(ElasticPolicyPlacement, PreemptingAgentsAndBusyWorkersAreNotCandidates) {
   Cluster c = TwoByTwo();
   c.agents[0].preempting = true;
-  c.W("a2-w1").rec.phase = "starting";
+  c.W("a2-w1").rec.phase = WorkerPhase::kStarting;
   // The first call begins the startup grace (a2-w1 is starting); the second is past it.
   const Decision d = Decide(JobRecord{}, c.Obs(kT0, std::nullopt), Settings(1, 4));
   EXPECT_FALSE(d.plan);
@@ -943,10 +943,10 @@ TEST(ElasticPolicyStall, WholeGenerationWithoutStepsIsHung) {
   d = Decide(d.record, c.Obs(kT0 + 5 + 2 * s.heartbeat_timeout + 1, plan), s);
   ASSERT_EQ(d.commands.size(), 2u) << Names(d);
   EXPECT_EQ(d.commands[0].first, "a1");
-  EXPECT_EQ(d.commands[0].second.action, "hung");
+  EXPECT_EQ(d.commands[0].second.action, CommandAction::kHung);
   EXPECT_EQ(d.commands[0].second.worker, "a1-w0");
   EXPECT_EQ(d.commands[1].first, "a2");
-  EXPECT_EQ(d.commands[1].second.action, "hung");
+  EXPECT_EQ(d.commands[1].second.action, CommandAction::kHung);
   EXPECT_EQ(d.commands[1].second.worker, "a2-w0");
   ASSERT_EQ(CountEvents(d, "generation_stalled"), 1);
   EXPECT_EQ(FindEvent(d, "generation_stalled")->fields["generation"], 0);
@@ -964,11 +964,11 @@ TEST(ElasticPolicyStall, NotHungOutsideTheTrainingLoopOrBeforeTheFirstStep) {
   const JobSettings s = Settings(1, 2);
   const double late = kT0 + 10 * s.heartbeat_timeout;
 
-  c.W("a1-w1").rec.train_phase = "checkpoint";  // a long save is no stall
+  c.W("a1-w1").rec.train_phase = TrainPhase::kCheckpoint;  // a long save is no stall
   Decision d = Decide(RunningRecord(plan, kT0), c.Obs(late, plan), s);
   EXPECT_TRUE(d.commands.empty()) << Names(d);
 
-  c.W("a1-w1").rec.train_phase = "train";
+  c.W("a1-w1").rec.train_phase = TrainPhase::kTrain;
   c.W("a1-w1").rec.first_step_time = 0;  // still compiling its first step
   d = Decide(RunningRecord(plan, kT0), c.Obs(late, plan), s);
   EXPECT_TRUE(d.commands.empty()) << Names(d);

@@ -85,8 +85,8 @@ struct Cluster {
     w.rec.id = id;
     w.rec.slot = static_cast<int>(workers.size());
     w.rec.pid = next_pid++;
-    w.rec.phase = phase;
-    w.rec.train_phase = phase == "idle" ? "idle" : "setup";
+    w.rec.phase = Parse<WorkerPhase>(phase).value();
+    w.rec.train_phase = w.rec.phase == WorkerPhase::kIdle ? TrainPhase::kIdle : TrainPhase::kSetup;
     w.agent = agent;
     w.host = AgentById(agent).host;
     workers.push_back(w);
@@ -122,16 +122,16 @@ struct Cluster {
 inline void MarkRunning(Cluster& c, const Plan& plan, int64_t step, double now) {
   for (const PlanMember& m : plan.members) {
     WorkerRecord& r = c.W(m.worker).rec;
-    r.phase = "running";
+    r.phase = WorkerPhase::kRunning;
     r.generation = plan.generation;
     r.rank = m.rank;
     r.start_step = plan.restore.step;
     r.step = step;
-    r.train_phase = "train";
+    r.train_phase = TrainPhase::kTrain;
     r.first_step_time = now;
     r.last_step_time = now;
     r.last_progress = now;
-    r.outcome.clear();
+    r.outcome = GenerationOutcome::kNone;
     r.stop_reasons = 0;
     r.error.clear();
   }
@@ -141,9 +141,9 @@ inline void MarkRunning(Cluster& c, const Plan& plan, int64_t step, double now) 
 inline void MarkIdle(Cluster& c, const std::string& id, const std::string& outcome, int64_t state_step = -1,
               int stop_reasons = 0) {
   WorkerRecord& r = c.W(id).rec;
-  r.phase = "idle";
-  r.train_phase = "idle";
-  r.outcome = outcome;
+  r.phase = WorkerPhase::kIdle;
+  r.train_phase = TrainPhase::kIdle;
+  r.outcome = Parse<GenerationOutcome>(outcome).value();
   r.state_step = state_step;
   r.stop_reasons = stop_reasons;
   if (outcome == "failed") r.error = "allreduce failed: connection reset by peer";
@@ -154,8 +154,8 @@ inline std::string MarkExited(Cluster& c, const std::string& id, const std::stri
                        const std::string& what = "was killed by signal 9 (SIGKILL)") {
   ObservedWorker& w = c.W(id);
   WorkerRecord& r = w.rec;
-  r.phase = "exited";
-  r.exit_kind = kind;
+  r.phase = WorkerPhase::kExited;
+  r.exit_kind = Parse<ExitKind>(kind).value();
   r.exit_signal = kind == "failure" ? 9 : 0;
   r.exit_time = when;
   // As the agent writes it (Agent::Impl::OnExit): who, then what happened.

@@ -1,0 +1,96 @@
+// The words the controller, the agents and the workers use about a worker: each one an
+// enum with one Name() and one Parse<E>(), translated only at the JSON edge
+// (wire/protocol.cpp, wire/worker_messages.cpp); the strings on the wire are the names.
+//
+// A worker process's lifecycle (WorkerRecord::phase, set by its agent):
+//
+//   starting --ready--> idle --assign--> running --ended--> idle (or leaving)
+//                                                            |
+//   any phase --process exit--> exited                       leaving: it got a
+//                                                            preemption notice, reported
+//                                                            its generation and exits
+//
+// How a worker ended: one table for the five sets that describe it. A generation's
+// outcome is what the worker says of one generation (it lives on); an exit kind is what
+// its agent says of the process. A chaos or controller command is how it was made to
+// end; the controller's Fate (elastic/policy.cpp) and the event it emits follow.
+//
+//   what happened                          outcome    exit kind  command    Fate        event
+//   ran the generation to the end          completed  -          -          kCompleted  -
+//   stopped at a step boundary (saved)     stopped    -          -          kStopped    worker_preempted if leaving
+//   the generation failed on it            failed     -          -          kFailed     worker_error
+//   aborted: the generation lost a member  aborted    -          -          kAborted    worker_aborted
+//   the process died (crash, chaos kill)   -          failure    kill       kExited     worker_failed
+//   no message for worker_heartbeat_timeout, -        hung       hang, hung kExited     worker_hung
+//     or no step progress (controller)
+//   left after a preemption notice (3)     -          preempted  -          kExited     worker_preempted
+//   killed by its agent: shutdown, or a    -          ended      terminate  kExited     worker_terminated
+//     straggler of an old generation
+//   exited 0 (told to exit)                -          success    -          kExited     worker_failed (if a member)
+//   its host vanished (lease expired)      -          -          host       kLost       host_lost
+//
+// Failures counted against max_failures: exit kinds failure, hung and success of a
+// member (IsFailureExit), a lost host, an outcome of failed; never preempted or ended.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+// WorkerRecord::phase. kNone ("") only in a default-constructed record.
+enum class WorkerPhase { kNone, kStarting, kIdle, kRunning, kLeaving, kExited };
+
+// WorkerRecord::train_phase: what a running worker is doing (train/trainer.h on_phase).
+enum class TrainPhase { kNone, kSetup, kRestore, kTrain, kEval, kCheckpoint, kIdle };
+
+// How one generation ended on a worker (WorkerRecord::outcome, the worker's `ended`).
+enum class GenerationOutcome { kNone, kCompleted, kStopped, kFailed, kAborted };
+
+// How a worker process ended, as its agent saw it (WorkerRecord::exit_kind).
+enum class ExitKind { kNone, kFailure, kPreempted, kHung, kEnded, kSuccess };
+
+// Where a generation's state comes from (RestorePlan::kind).
+enum class RestoreKind { kCheckpoint, kMemory };
+
+// What an agent must do (AgentCommand::action). kill, hang and host are chaos (from
+// `elastrain chaos`); terminate and hung come from the controller.
+//   kill:      SIGKILL the worker (its exit is a failure)
+//   hang:      SIGSTOP the worker (its agent then finds it hung)
+//   host:      the agent SIGKILLs itself, and so its workers (a lost host)
+//   terminate: SIGKILL a straggler the controller gave up on (exit kind ended)
+//   hung:      SIGKILL a worker that made no step progress (exit kind hung)
+enum class CommandAction { kKill, kHang, kHost, kTerminate, kHung };
+
+// kill, hang and host: what `elastrain chaos` may ask for.
+inline bool IsChaosAction(CommandAction a) {
+  return a == CommandAction::kKill || a == CommandAction::kHang || a == CommandAction::kHost;
+}
+
+const char* Name(WorkerPhase v);
+const char* Name(TrainPhase v);
+const char* Name(GenerationOutcome v);
+const char* Name(ExitKind v);
+const char* Name(RestoreKind v);
+const char* Name(CommandAction v);
+
+// The enum value named `name`; InvalidArgument listing the names when there is none.
+template <typename E>
+Result<E> Parse(const std::string& name);
+template <> Result<WorkerPhase> Parse<WorkerPhase>(const std::string& name);
+template <> Result<TrainPhase> Parse<TrainPhase>(const std::string& name);
+template <> Result<GenerationOutcome> Parse<GenerationOutcome>(const std::string& name);
+template <> Result<ExitKind> Parse<ExitKind>(const std::string& name);
+template <> Result<RestoreKind> Parse<RestoreKind>(const std::string& name);
+template <> Result<CommandAction> Parse<CommandAction>(const std::string& name);
+
+// The event the controller emits when a member exits this way (the table above).
+const char* ExitEventName(ExitKind k);
+// Whether a member's exit of this kind is a failure of its generation (the cause of a
+// recovery, counted against max_failures): a crash, a hang, or an exit nobody asked for.
+inline bool IsFailureExit(ExitKind k) {
+  return k == ExitKind::kFailure || k == ExitKind::kHung || k == ExitKind::kSuccess;
+}
+
+}  // namespace elastrain

@@ -1,0 +1,138 @@
+// The typed vocabulary of wire/worker_vocab.h and the channel messages of
+// wire/worker_messages.h keep the JSON that agents, workers and controllers of the
+// version before them exchanged: the same keys and the same strings.
+#include <gtest/gtest.h>
+
+#include "wire/protocol.h"
+#include "wire/worker_messages.h"
+#include "wire/worker_vocab.h"
+
+namespace elastrain {
+namespace {
+
+template <typename E>
+void ExpectRoundTrip(std::initializer_list<E> values) {
+  for (E v : values) {
+    auto parsed = Parse<E>(Name(v));
+    ASSERT_TRUE(parsed.ok()) << Name(v);
+    EXPECT_EQ(parsed.value(), v) << Name(v);
+  }
+}
+
+TEST(WireVocab, EveryNameParsesBack) {
+  ExpectRoundTrip({WorkerPhase::kNone, WorkerPhase::kStarting, WorkerPhase::kIdle, WorkerPhase::kRunning,
+                   WorkerPhase::kLeaving, WorkerPhase::kExited});
+  ExpectRoundTrip({TrainPhase::kNone, TrainPhase::kSetup, TrainPhase::kRestore, TrainPhase::kTrain, TrainPhase::kEval,
+                   TrainPhase::kCheckpoint, TrainPhase::kIdle});
+  ExpectRoundTrip({GenerationOutcome::kNone, GenerationOutcome::kCompleted, GenerationOutcome::kStopped,
+                   GenerationOutcome::kFailed, GenerationOutcome::kAborted});
+  ExpectRoundTrip({ExitKind::kNone, ExitKind::kFailure, ExitKind::kPreempted, ExitKind::kHung, ExitKind::kEnded,
+                   ExitKind::kSuccess});
+  ExpectRoundTrip({RestoreKind::kCheckpoint, RestoreKind::kMemory});
+  ExpectRoundTrip({CommandAction::kKill, CommandAction::kHang, CommandAction::kHost, CommandAction::kTerminate,
+                   CommandAction::kHung});
+}
+
+TEST(WireVocab, NamesAreTheWireStrings) {
+  EXPECT_STREQ(Name(WorkerPhase::kLeaving), "leaving");
+  EXPECT_STREQ(Name(ExitKind::kEnded), "ended");
+  EXPECT_STREQ(Name(GenerationOutcome::kAborted), "aborted");
+  EXPECT_STREQ(Name(RestoreKind::kMemory), "memory");
+  EXPECT_STREQ(Name(CommandAction::kTerminate), "terminate");
+  EXPECT_STREQ(ExitEventName(ExitKind::kEnded), "worker_terminated");
+  EXPECT_STREQ(ExitEventName(ExitKind::kHung), "worker_hung");
+  EXPECT_STREQ(ExitEventName(ExitKind::kFailure), "worker_failed");
+}
+
+TEST(WireVocab, UnknownNameIsAnErrorListingTheNames) {
+  auto r = Parse<CommandAction>("explode");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("explode"), std::string::npos);
+  EXPECT_NE(r.status().message().find("kill, hang, host, terminate, hung"), std::string::npos);
+  EXPECT_FALSE(Parse<WorkerPhase>("Idle").ok());
+}
+
+TEST(WireVocab, RecordsKeepTheirStrings) {
+  AgentReport rep;
+  rep.agent = "a1";
+  WorkerRecord w;
+  w.id = "a1-w0";
+  w.phase = WorkerPhase::kExited;
+  w.train_phase = TrainPhase::kCheckpoint;
+  w.outcome = GenerationOutcome::kStopped;
+  w.exit_kind = ExitKind::kPreempted;
+  rep.workers.push_back(w);
+  const std::string text = ToJson(rep);
+  EXPECT_NE(text.find(R"("phase":"exited")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("train_phase":"checkpoint")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("outcome":"stopped")"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("exit_kind":"preempted")"), std::string::npos) << text;
+  AgentReport back;
+  ASSERT_TRUE(FromJson(text, &back).ok());
+  ASSERT_EQ(back.workers.size(), 1u);
+  EXPECT_EQ(back.workers[0].exit_kind, ExitKind::kPreempted);
+  EXPECT_EQ(back.workers[0].train_phase, TrainPhase::kCheckpoint);
+
+  // A default record carries empty strings, as before.
+  EXPECT_NE(ToJson(AgentReport{"a", 0, {WorkerRecord()}}).find(R"("exit_kind":"")"), std::string::npos);
+  // An unknown name fails the record, naming what is wrong.
+  AgentReport bad;
+  Status st = FromJson(R"({"agent":"a","workers":[{"phase":"sleeping"}]})", &bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("sleeping"), std::string::npos) << st.message();
+
+  AgentCommand c{CommandAction::kHung, "a1-w0", 5};
+  EXPECT_EQ(ToJson(c), R"({"action":"hung","requested_at":5.0,"worker":"a1-w0"})");
+  Plan p;
+  p.restore.kind = RestoreKind::kMemory;
+  EXPECT_NE(ToJson(p).find(R"("kind":"memory")"), std::string::npos);
+}
+
+TEST(WireMessages, JsonIsTheSameAsBefore) {
+  EXPECT_EQ(ToJson(AgentMessage(StopMessage{3, kStopUser})).dump(), R"({"generation":3,"reason":"user","type":"stop"})");
+  EXPECT_EQ(ToJson(AgentMessage(StopMessage{3, kStopResize})).dump(),
+            R"({"generation":3,"reason":"resize","type":"stop"})");
+  EXPECT_EQ(ToJson(AgentMessage(AbortMessage{7})).dump(), R"({"generation":7,"type":"abort"})");
+  EXPECT_EQ(ToJson(AgentMessage(ExitMessage{})).dump(), R"({"type":"exit"})");
+  EXPECT_EQ(ToJson(WorkerMessage(ReadyMessage{42, 9})).dump(), R"({"pid":42,"state_step":9,"type":"ready"})");
+  EXPECT_EQ(ToJson(WorkerMessage(ProgressMessage{2, 5, TrainPhase::kEval, 1.5})).dump(),
+            R"({"generation":2,"phase":"eval","step":5,"time":1.5,"type":"progress"})");
+  EndedMessage e;
+  e.generation = 4;
+  e.outcome = GenerationOutcome::kAborted;
+  EXPECT_EQ(ToJson(WorkerMessage(e)).dump(),
+            R"({"error":"","generation":4,"leaving":false,"outcome":"aborted","start_step":-1,"state_step":-1,)"
+            R"("step":-1,"stop_reasons":0,"type":"ended"})");
+  AssignMessage a;
+  a.generation = 1;
+  a.restore.kind = RestoreKind::kMemory;
+  a.members.push_back({0, "h", 12});
+  const std::string aj = ToJson(AgentMessage(a)).dump();
+  EXPECT_NE(aj.find(R"("restore":{"kind":"memory","source_rank":0,"step":0})"), std::string::npos) << aj;
+  EXPECT_NE(aj.find(R"("members":[{"host":"h","pid":12,"rank":0}])"), std::string::npos) << aj;
+  EXPECT_NE(aj.find(R"("type":"assign")"), std::string::npos) << aj;
+}
+
+TEST(WireMessages, ParsesEachTypeAndRejectsUnknownOnes) {
+  WorkerMessage m;
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"type":"step","generation":2,"step":7,"step_seconds":0.5})"), &m).ok());
+  ASSERT_TRUE(std::holds_alternative<StepMessage>(m));
+  EXPECT_EQ(std::get<StepMessage>(m).step, 7);
+  EXPECT_EQ(std::get<StepMessage>(m).start_step, -1);  // missing: the default
+
+  AgentMessage a;
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"type":"stop","generation":2,"reason":"user"})"), &a).ok());
+  ASSERT_TRUE(std::holds_alternative<StopMessage>(a));
+  EXPECT_EQ(std::get<StopMessage>(a).reason, kStopUser);
+
+  Status st = FromJson(nlohmann::json::parse(R"({"type":"dance"})"), &m);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("dance"), std::string::npos);
+  st = FromJson(nlohmann::json::parse(R"({"type":"ended","outcome":"exploded"})"), &m);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("exploded"), std::string::npos) << st.message();
+  EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"type":"stop","reason":"bored"})"), &a).ok());
+}
+
+}  // namespace
+}  // namespace elastrain
