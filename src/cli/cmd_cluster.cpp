@@ -265,7 +265,7 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
   app.add_option("--token", token, "the run's API token (default: $ELASTRAIN_TOKEN, or <run_dir>/token)");
   if (int rc = ParseArgs(app, "chaos", args); rc >= 0) return rc;
-  if (hang) action = "hang";
+  if (hang) action = Name(CommandAction::kHang);
   if ((rank < 0) == host.empty())
     return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
   const auto parsed = Parse<CommandAction>(action);  // kill or hang (checked above)
