@@ -141,7 +141,7 @@ void AgentMachine::On(const WorkerSpawned& in, double now, Actions* out) {
   LOG_INFO("agent {}: started worker {} (pid {}, slot {}, {} threads)", opt_.id, w.rec.id, w.rec.pid, w.rec.slot,
            WorkerThreads());
   // The MFU peak is the worker's to decide (train/worker.cpp): 0 here.
-  out->push_back(SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads(), 0}});
+  out->push_back(SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads()}});
 }
 
 void AgentMachine::On(const SpawnFailed& in, double now, Actions* out) {

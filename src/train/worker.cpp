@@ -22,8 +22,9 @@
 #include "wire/protocol.h"
 #include "wire/worker_messages.h"
 #include "common/process.h"
-#include "kernels/gemm.h"
+#include "kernels/gemm.h"  // SetComputeThreads
 #include "store/store.h"
+#include "train/mfu_peak.h"
 #include "train/trainer.h"
 
 namespace elastrain {
@@ -212,11 +213,10 @@ Status WorkerProcess::Init(const JobMessage& job) {
   SetComputeThreads(job.threads);
   const auto t0 = std::chrono::steady_clock::now();
   auto since = [&] { return SecondsSince(t0); };
-  // The MFU denominator, decided once per process: the config's hardware_peak_tflops
-  // (then the trainer uses it and nothing is measured), a peak the agent passed on, or
-  // this process's SGEMM ceiling, measured here once; a recovery does not pay for it again.
-  peak_flops_ = job.peak_flops;
-  if (peak_flops_ <= 0 && cfg_.hardware_peak_tflops <= 0) peak_flops_ = MeasureSgemmGflops() * 1e9;
+  // The MFU denominator (train/mfu_peak.h), decided once per process: nothing measured
+  // when the config gives hardware_peak_tflops, else this process's SGEMM ceiling,
+  // measured here once, so a recovery does not pay for it again.
+  peak_flops_ = RankPeakFlopsForMfu(cfg_);
   const double t_peak = since();
   // Allocated before this worker says it is ready, so that joining a generation costs a
   // rendezvous, not page faults. A mesh that cannot be planned yet is not an error here.

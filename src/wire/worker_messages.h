@@ -39,7 +39,6 @@ struct JobMessage {
   std::string worker_id;     // WorkerRecord::id
   std::string host;
   int threads = 0;           // compute threads (0: the worker's default)
-  double peak_flops = 0;     // MFU's denominator when already known, FLOP/s (0: the worker decides)
 };
 
 struct AssignPeer {

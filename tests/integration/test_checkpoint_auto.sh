@@ -37,6 +37,12 @@ saved_in() {
 }
 for g in 0 1; do
   saved_in $g || { fail "generation $g saved nothing: $(tail -3 "$WORK/err")"; break; }
+  # The chief measures its first save on the step after it: generation 0's period must
+  # come from that measurement before the kill, or generation 1 has nothing to shorten.
+  if [ $g = 0 ]; then
+    wait_ev $run checkpoint_period_changed 60 reason=save_measured generation=0 \
+      || { fail "generation 0 measured no save: $(tail -3 "$WORK/err")"; break; }
+  fi
   pid=$(rank_pid $run 1)
   kill -9 "$pid" && pass "generation $g: SIGKILL of rank 1 (pid $pid) at step $(last_step $run)"
 done
