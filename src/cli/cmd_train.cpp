@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/signals.h"
 #include "config/config.h"
+#include "config/derived.h"
 #include "data/dataset.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
@@ -52,15 +53,7 @@ void PrintSummary(const TrainSummary& s) {
 int RunElastic(const TrainConfig& cfg) {
   // Tokenise the corpus once here, so that the workers find the token cache ready.
   if (cfg.dataset_type == "text") {
-    DatasetOptions o;
-    o.type = cfg.dataset_type;
-    o.path = cfg.dataset_path;
-    o.tokenizer_path = cfg.tokenizer_path;
-    o.cache_dir = cfg.base_output_directory + "/.cache";
-    o.seq_len = cfg.max_target_length;
-    o.vocab_size = cfg.model.vocab_size;
-    o.eval_split_fraction = cfg.eval_split_fraction;
-    auto d = OpenDataset(o);
+    auto d = OpenDataset(DatasetOptionsForConfig(cfg));
     if (!d.ok()) return Fail(d.status());
   }
   std::shared_ptr<Store> store = MakeMemoryStore();

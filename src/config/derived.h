@@ -7,6 +7,7 @@
 #include "comm/mesh.h"
 #include "common/status.h"
 #include "config/config.h"
+#include "data/dataset.h"
 
 namespace elastrain {
 
@@ -19,5 +20,10 @@ inline Result<Mesh> ResolveMeshForConfig(const TrainConfig& cfg) { return Resolv
 // or (MaxText's rule) per_device_batch_size * max_workers * gradient_accumulation_steps
 // when it is 0.
 int64_t GlobalBatchSize(const TrainConfig& cfg);
+
+// The dataset the config names (dataset_type, dataset_path, tokenizer, the token cache
+// under <base_output_directory>/.cache, the resolved max_target_length, the split and
+// the shuffle seed), for the trainer and for the CLI that warms the token cache.
+DatasetOptions DatasetOptionsForConfig(const TrainConfig& cfg);
 
 }  // namespace elastrain

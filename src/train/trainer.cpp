@@ -18,6 +18,7 @@
 #include "comm/sharding.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "config/derived.h"
 #include "kernels/gemm.h"
 #include "model/flops.h"
 #include "train/mfu_peak.h"
@@ -96,15 +97,8 @@ Status Trainer::OpenRunDirectory() {
 }
 
 Status Trainer::OpenData() {
-  DatasetOptions dopt;
-  dopt.type = cfg_.dataset_type;
-  dopt.path = cfg_.dataset_path;
-  dopt.tokenizer_path = cfg_.tokenizer_path;
-  dopt.cache_dir = (std::filesystem::path(cfg_.base_output_directory) / ".cache").string();
+  DatasetOptions dopt = DatasetOptionsForConfig(cfg_);
   dopt.seq_len = T_;
-  dopt.vocab_size = cfg_.model.vocab_size;
-  dopt.eval_split_fraction = cfg_.eval_split_fraction;
-  dopt.seed = static_cast<uint64_t>(cfg_.data_shuffle_seed);
   ELASTRAIN_ASSIGN_OR_RETURN(data_, OpenDataset(dopt));
   sampler_ = std::make_unique<Sampler>(data_->num_samples(Split::kTrain), gb_,
                                        static_cast<uint64_t>(cfg_.data_shuffle_seed));
