@@ -140,8 +140,11 @@ void AgentMachine::On(const WorkerSpawned& in, double now, Actions* out) {
   w.rec.pid = in.pid;
   LOG_INFO("agent {}: started worker {} (pid {}, slot {}, {} threads)", opt_.id, w.rec.id, w.rec.pid, w.rec.slot,
            WorkerThreads());
-  // The MFU peak is the worker's to decide (train/worker.cpp): 0 here.
-  out->push_back(SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads()}});
+  // The MFU peak is the worker's to decide (train/mfu_peak.h); the agent only hands on
+  // what the first worker of this host measured, so that a replacement does not measure
+  // again (0.3 s of both cores) while a recovery waits for it.
+  out->push_back(
+      SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads(), host_peak_flops_}});
 }
 
 void AgentMachine::On(const SpawnFailed& in, double now, Actions* out) {
@@ -317,6 +320,7 @@ void AgentMachine::Take(LocalWorker& w, const ReadyMessage& m, double) {
   w.ready_seen = true;
   w.rec.phase = WorkerPhase::kIdle;
   w.rec.state_step = m.state_step;
+  if (m.peak_flops > 0 && host_peak_flops_ <= 0) host_peak_flops_ = m.peak_flops;
   slots_[w.rec.slot].backoff = 0;
   Urgent();
 }

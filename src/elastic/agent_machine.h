@@ -243,6 +243,7 @@ class AgentMachine {
   bool stopping_ = false;         // UserStop
   bool finished_ = false;
   double last_report_ = 0;
+  double host_peak_flops_ = 0;    // the SGEMM ceiling a worker of this host measured (ReadyMessage)
   bool dirty_ = true, urgent_ = true;
 };
 

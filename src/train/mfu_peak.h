@@ -12,9 +12,10 @@
 
 namespace elastrain {
 
-// One rank's SGEMM ceiling in FLOP/s, measured now (about 0.3 s); 0 without measuring
-// when the config gives hardware_peak_tflops, since nothing then needs it.
-double RankPeakFlopsForMfu(const TrainConfig& cfg);
+// One rank's SGEMM ceiling in FLOP/s: 0 without measuring when the config gives
+// hardware_peak_tflops, since nothing then needs it; else `measured_on_this_host` when an
+// earlier worker of this host measured it (> 0); else measured now (about 0.3 s).
+double RankPeakFlopsForMfu(const TrainConfig& cfg, double measured_on_this_host = 0);
 
 // The MFU denominator of a generation of `world` ranks, FLOP/s: hardware_peak_tflops
 // when given, else world x `rank_peak_flops` (measured here when it is <= 0).

@@ -214,9 +214,9 @@ Status WorkerProcess::Init(const JobMessage& job) {
   const auto t0 = std::chrono::steady_clock::now();
   auto since = [&] { return SecondsSince(t0); };
   // The MFU denominator (train/mfu_peak.h), decided once per process: nothing measured
-  // when the config gives hardware_peak_tflops, else this process's SGEMM ceiling,
-  // measured here once, so a recovery does not pay for it again.
-  peak_flops_ = RankPeakFlopsForMfu(cfg_);
+  // when the config gives hardware_peak_tflops, else the ceiling an earlier worker of
+  // this host measured (its agent hands it on), else measured here once.
+  peak_flops_ = RankPeakFlopsForMfu(cfg_, job.peak_flops);
   const double t_peak = since();
   // Allocated before this worker says it is ready, so that joining a generation costs a
   // rendezvous, not page faults. A mesh that cannot be planned yet is not an error here.
@@ -330,7 +330,7 @@ int WorkerProcess::Run() {
   }
   inbox_.Start();
   ticker_ = std::thread([this] { Tick(); });
-  Send(ReadyMessage{static_cast<int>(::getpid()), carried_.step});
+  Send(ReadyMessage{static_cast<int>(::getpid()), carried_.step, peak_flops_});
   int code = kExitSuccess;
   for (;;) {
     if (g_preempted) {

@@ -11,12 +11,12 @@ namespace elastrain {
 // Missing fields keep their defaults, as the agent and the worker always read them.
 // The same definition as in protocol.cpp (an inline function, so one per TU that uses it).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RestorePlan, kind, source_rank, step)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobMessage, config_yaml, worker_id, host, threads)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobMessage, config_yaml, worker_id, host, threads, peak_flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignPeer, rank, host, pid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
                                                 rendezvous, inject_failure, failures, job_started_at, address, members)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AbortMessage, generation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReadyMessage, pid, state_step)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReadyMessage, pid, state_step, peak_flops)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StartedMessage, generation, rank, world)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepMessage, generation, step, start_step, loss, step_seconds, time)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CheckpointMessage, step, time)

@@ -39,6 +39,7 @@ struct JobMessage {
   std::string worker_id;     // WorkerRecord::id
   std::string host;
   int threads = 0;           // compute threads (0: the worker's default)
+  double peak_flops = 0;     // this host's SGEMM ceiling as an earlier worker measured it, FLOP/s (0: none yet)
 };
 
 struct AssignPeer {
@@ -78,6 +79,7 @@ using AgentMessage = std::variant<JobMessage, AssignMessage, StopMessage, AbortM
 struct ReadyMessage {
   int pid = 0;
   int64_t state_step = -1;   // the step of the replica it holds in memory (-1: none)
+  double peak_flops = 0;     // the SGEMM ceiling it measured, FLOP/s (0: none measured)
 };
 
 struct StartedMessage {

@@ -165,6 +165,26 @@ TEST_F(AgentMachineTest, WorkerDeathIsReportedAsFailureAndItsSlotRespawns) {
   EXPECT_EQ(reports[0].report.workers.back().exit_kind, ExitKind::kFailure);
 }
 
+TEST_F(AgentMachineTest, AReplacementIsHandedTheHostsMeasuredPeak) {
+  // The first workers measured nothing yet: their job messages carry no peak.
+  auto acts = Feed(Job());
+  ASSERT_EQ(All<SpawnWorker>(acts).size(), 2u);
+  acts = Feed(WorkerSpawned{"a1-w0", 100});
+  ASSERT_EQ(Sent<JobMessage>(acts, "a1-w0").size(), 1u);
+  EXPECT_EQ(Sent<JobMessage>(acts, "a1-w0")[0].peak_flops, 0);
+  Feed(WorkerSaid{"a1-w0", ReadyMessage{100, -1, 9e10}});
+  Feed(WorkerSpawned{"a1-w1", 101});
+  Feed(WorkerSaid{"a1-w1", ReadyMessage{101, -1, 7e10}});
+  // A replacement gets the first measurement and need not measure again.
+  Feed(WorkerExited{"a1-w1", Signal(SIGKILL)});
+  auto spawns = All<SpawnWorker>(TickAt(now_));
+  ASSERT_EQ(spawns.size(), 1u);
+  acts = Feed(WorkerSpawned{spawns[0].worker, 102});
+  auto jobs = Sent<JobMessage>(acts, spawns[0].worker);
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_EQ(jobs[0].peak_flops, 9e10);
+}
+
 TEST_F(AgentMachineTest, AWorkerThatDiesBeforeReadyBacksOff) {
   Feed(Job());
   Feed(WorkerSpawned{"a1-w0", 100});

@@ -94,7 +94,12 @@ TEST(WireMessages, JsonIsTheSameAsBefore) {
             R"({"generation":3,"reason":"resize","type":"stop"})");
   EXPECT_EQ(ToJson(AgentMessage(AbortMessage{7})).dump(), R"({"generation":7,"type":"abort"})");
   EXPECT_EQ(ToJson(AgentMessage(ExitMessage{})).dump(), R"({"type":"exit"})");
-  EXPECT_EQ(ToJson(WorkerMessage(ReadyMessage{42, 9})).dump(), R"({"pid":42,"state_step":9,"type":"ready"})");
+  // ready gained peak_flops (the host's measured SGEMM ceiling); an older reader ignores it.
+  EXPECT_EQ(ToJson(WorkerMessage(ReadyMessage{42, 9, 5e10})).dump(),
+            R"({"peak_flops":50000000000.0,"pid":42,"state_step":9,"type":"ready"})");
+  WorkerMessage old;
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"pid":42,"state_step":9,"type":"ready"})"), &old).ok());
+  EXPECT_EQ(std::get<ReadyMessage>(old).peak_flops, 0);
   EXPECT_EQ(ToJson(WorkerMessage(ProgressMessage{2, 5, TrainPhase::kEval, 1.5})).dump(),
             R"({"generation":2,"phase":"eval","step":5,"time":1.5,"type":"progress"})");
   EndedMessage e;
