@@ -9,7 +9,7 @@
 # (/proc/PID/stat: their own threads, not the worker children) is read over WINDOW
 # seconds of training in which this script only sleeps; then rank 1 is SIGKILLed and
 # detect = kill -> the agent's worker_failed.detected_at (bench/recovery.sh's figure).
-# Finally the wall time of a whole `small` 2-worker run (steps=STEPS).
+# Finally the wall time of a whole `small` 2-worker run (steps=STEPS), TRAIN_RUNS times.
 #   usage: bench/coordinator_cpu.sh [build/elastrain] [BASELINE_elastrain]
 # With a baseline binary every measurement runs for both, alternating (the machine may
 # be shared: only a comparison inside one run means anything), and ratios are printed.
@@ -23,6 +23,7 @@ JQ="$(dirname "$BIN")/json_query"
 WARM=${WARM:-3}
 WINDOW=${WINDOW:-12}
 STEPS=${STEPS:-30}
+TRAIN_RUNS=${TRAIN_RUNS:-2}  # whole runs per binary for the training time; 0: none
 WORK=$(mktemp -d /tmp/elastrain_coord_bench.XXXXXX)
 mkdir -p "$WORK/runs"
 trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
@@ -46,7 +47,11 @@ wait_for() {
 }
 at_step() { [ "$(last_step "$1")" -ge "$2" ] 2>/dev/null; }
 detected() { [ -n "$(ev "$1" worker_failed detected_at)" ]; }
-kill_tree() { local p; for p in "$@"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done; }
+kill_tree() {
+  local p
+  for p in "$@"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
+  for p in "$@"; do wait "$p" 2>/dev/null || true; done  # quietly: no "Killed" lines
+}
 
 # measure BIN MODE WORKERS: appends "ours_pct etcd_pct step_s detect_s" to $WORK/MODE-WORKERS-TAG.tsv
 measure() {
@@ -130,7 +135,7 @@ done
 
 echo
 echo "small, 2 workers, steps=$STEPS, embedded: wall seconds of the whole run (alternating binaries)"
-for _ in 1 2; do for tag in "${tags[@]}"; do train_time "$(bin_of "$tag")" "$tag" || true; done; done
+for _ in $(seq 1 "$TRAIN_RUNS"); do for tag in "${tags[@]}"; do train_time "$(bin_of "$tag")" "$tag" || true; done; done
 for tag in "${tags[@]}"; do
   [ -s "$WORK/train-$tag.tsv" ] && printf "  %-5s %s s\n" "$tag" "$(paste -sd' ' "$WORK/train-$tag.tsv")"
 done

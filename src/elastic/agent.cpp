@@ -85,6 +85,7 @@ class Agent::Impl {
   void PollChannels(milliseconds timeout);
   // The store watcher thread: notifies a_->wake_ each time the revision moves.
   void WatchStore();
+  void TellWatcherToStop();
   void StopWatcher();
   void ReadChannel(const std::string& id, Proc& p);
   void ReapExits();
@@ -340,14 +341,18 @@ void Agent::Impl::WatchStore() {
   }
 }
 
-void Agent::Impl::StopWatcher() {
-  if (!watcher_.joinable()) return;
+void Agent::Impl::TellWatcherToStop() {
   {
     std::lock_guard<std::mutex> lock(watcher_mu_);
     watcher_stop_ = true;
   }
   watcher_cv_.notify_all();
-  watcher_.join();  // within one kStoreWatchTimeout
+}
+
+void Agent::Impl::StopWatcher() {
+  if (!watcher_.joinable()) return;
+  TellWatcherToStop();
+  watcher_.join();  // at the next change in the store, or within one kStoreWatchTimeout
 }
 
 Status Agent::Impl::SyncWithStore() {
@@ -393,8 +398,11 @@ Result<AgentEnd> Agent::Impl::Run() {
     KeepAliveIfDue();
     Feed(Tick{});
   }
-  StopWatcher();
+  // Revoking the lease removes this agent's keys: a change, which ends the watcher's
+  // wait at once rather than at its timeout.
+  TellWatcherToStop();
   (void)store_.RevokeLease(lease_);
+  StopWatcher();
   LOG_INFO("agent {}: stopped", opt_.id);
   return *end_;
 }

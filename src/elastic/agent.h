@@ -43,7 +43,7 @@ namespace elastrain {
 // How long an agent's registration outlives its last keep-alive.
 inline constexpr std::chrono::milliseconds kDefaultAgentLeaseTtl{3000};
 // Longest the agent's loop sleeps when nothing happens: the machine's time-based rules
-// (heartbeat timeouts, grace periods, back-off, progress reports every 0.25 s) are
+// (heartbeat timeouts, grace periods, back-off, progress reports) are
 // checked at least this often. Events (a worker's message or death, a store change, a
 // stop) wake it at once.
 inline constexpr std::chrono::milliseconds kAgentIdleWait{100};
