@@ -26,7 +26,8 @@ STEPS=${STEPS:-30}
 TRAIN_RUNS=${TRAIN_RUNS:-2}  # whole runs per binary for the training time; 0: none
 WORK=$(mktemp -d /tmp/elastrain_coord_bench.XXXXXX)
 mkdir -p "$WORK/runs"
-trap 'kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+PIDS=()  # every process started, for the EXIT trap (some are disowned)
+trap 'for p in "${PIDS[@]}"; do pkill -9 -P "$p"; kill -9 "$p"; done 2>/dev/null; kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 source "$(dirname "$0")/../tests/integration/etcd_lib.sh"
 HZ=$(getconf CLK_TCK)
 common=(model_name=small steps=100000 log_period=1 eval_interval=0 global_batch_size=8 per_device_batch_size=2
@@ -50,7 +51,6 @@ detected() { [ -n "$(ev "$1" worker_failed detected_at)" ]; }
 kill_tree() {
   local p
   for p in "$@"; do pkill -9 -P "$p" 2>/dev/null || true; kill -9 "$p" 2>/dev/null || true; done
-  for p in "$@"; do wait "$p" 2>/dev/null || true; done  # quietly: no "Killed" lines
 }
 
 # measure BIN MODE WORKERS: appends "ours_pct etcd_pct step_s detect_s" to $WORK/MODE-WORKERS-TAG.tsv
@@ -61,6 +61,8 @@ measure() {
     "$bin" train "${common[@]}" num_workers="$n" base_output_directory="$WORK/runs" run_name="$(basename "$run")" \
       >"$run.out" 2>&1 &
     ours=($!)
+    PIDS+=("${ours[@]}")
+    disown  # killed at the end: no "Killed" line from bash
   else
     start_etcd >/dev/null
     etcd=($ETCD_PID)
@@ -68,6 +70,8 @@ measure() {
     ours=($!)
     "$bin" agent --store "$ETCD_URL" --slots "$n" --id a1 >"$run.agent" 2>&1 &
     ours+=($!)
+    PIDS+=("${ours[@]}")
+    disown -a
     local head=""
     wait_for 30 grep -q 'http://127.0.0.1:[0-9]*' "$run.head" && head=$(grep -o 'http://127.0.0.1:[0-9]*' "$run.head" | head -1)
     "$bin" submit --head "$head" "${common[@]}" num_workers="$n" base_output_directory="$WORK/runs" \
