@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -33,10 +36,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How long one loop iteration waits on the workers' channels.
-constexpr milliseconds kChannelPoll{10};
-// How often the store is checked for a new plan, stop request or chaos command.
-constexpr double kStoreSyncSeconds = 0.025;
+// How long the store watcher's WaitForChange blocks at a time (it re-arms at once), and
+// how long it backs off when the store cannot be reached.
+constexpr milliseconds kStoreWatchTimeout{1000};
+constexpr milliseconds kStoreWatchRetry{200};
+// The store is read this often even without a change seen (a watch that failed).
+constexpr milliseconds kStoreResync{1000};
 
 std::string LocalHostName() {
   char buf[256] = {0};
@@ -63,17 +68,25 @@ struct JobKeys {
 class Agent::Impl {
  public:
   explicit Impl(Agent* owner) : a_(owner), store_(*owner->store_), opt_(owner->opt_) {}
+  ~Impl() { StopWatcher(); }
   Result<AgentEnd> Run();
 
  private:
   Status Register();
   void KeepAliveIfDue();
+  // How long the loop may sleep: until the next keep-alive, at most kAgentIdleWait.
+  milliseconds IdleWait() const;
   Status PutAgentInfo(int slots, bool preempting);
   Status SyncWithStore();
   Result<JobKeys> ReadJobKeys();
   JobObserved ObserveJob(const JobKeys& k);
   void RunCommands();
-  void PollChannels();
+  // Waits up to `timeout` for a worker's message or exit, or a wake-up.
+  void PollChannels(milliseconds timeout);
+  // The store watcher thread: notifies a_->wake_ each time the revision moves.
+  void WatchStore();
+  void TellWatcherToStop();
+  void StopWatcher();
   void ReadChannel(const std::string& id, Proc& p);
   void ReapExits();
   void Exited(const std::string& id, const ProcessExit& e);
@@ -98,6 +111,11 @@ class Agent::Impl {
   Clock::time_point last_keepalive_;
   Clock::time_point last_sync_;
   int64_t seen_revision_ = -1;
+  std::atomic<bool> store_changed_{true};  // set by the watcher, taken by the loop
+  std::thread watcher_;
+  std::mutex watcher_mu_;
+  std::condition_variable watcher_cv_;
+  bool watcher_stop_ = false;             // GUARDED_BY(watcher_mu_)
   std::string settings_job_;             // the job whose config settings_ holds
   std::optional<AgentJobSettings> settings_;
   std::string settings_error_;
@@ -183,6 +201,12 @@ Status Agent::Impl::Register() {
   return Status::OK();
 }
 
+milliseconds Agent::Impl::IdleWait() const {
+  const auto keepalive_due = last_keepalive_ + opt_.lease_ttl / 3;
+  const auto left = std::chrono::duration_cast<milliseconds>(keepalive_due - Clock::now());
+  return std::clamp(left, milliseconds(0), kAgentIdleWait);
+}
+
 void Agent::Impl::KeepAliveIfDue() {
   if (Clock::now() - last_keepalive_ < opt_.lease_ttl / 3) return;
   last_keepalive_ = Clock::now();
@@ -197,7 +221,7 @@ void Agent::Impl::KeepAliveIfDue() {
 }
 
 // ---------------------------------------------------------------- workers
-void Agent::Impl::PollChannels() {
+void Agent::Impl::PollChannels(milliseconds timeout) {
   std::vector<pollfd> fds;
   std::vector<std::string> ids;
   for (auto& [id, p] : procs_) {
@@ -205,12 +229,11 @@ void Agent::Impl::PollChannels() {
     fds.push_back({p.ch->fd(), POLLIN, 0});
     ids.push_back(id);
   }
-  if (fds.empty()) {
-    std::this_thread::sleep_for(kChannelPoll);
-    return;
-  }
-  if (::poll(fds.data(), fds.size(), static_cast<int>(kChannelPoll.count())) <= 0) return;
-  for (size_t i = 0; i < fds.size(); ++i) {
+  const size_t wake = fds.size();
+  fds.push_back({a_->wake_.fd(), POLLIN, 0});  // fd -1 (no eventfd) is ignored by poll
+  if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, timeout.count()))) <= 0) return;
+  if (fds[wake].revents) a_->wake_.Drain();
+  for (size_t i = 0; i < wake; ++i) {
     auto it = procs_.find(ids[i]);
     if (fds[i].revents && it != procs_.end()) ReadChannel(ids[i], it->second);
   }
@@ -298,6 +321,40 @@ void Agent::Impl::RunCommands() {
   }
 }
 
+void Agent::Impl::WatchStore() {
+  int64_t seen = -1;
+  std::unique_lock<std::mutex> lock(watcher_mu_);
+  while (!watcher_stop_) {
+    lock.unlock();
+    auto rev = store_.WaitForChange(seen, kStoreWatchTimeout);
+    lock.lock();
+    if (!rev.ok()) {
+      // The loop's own store reads report the error; here only wait for it to pass.
+      watcher_cv_.wait_for(lock, kStoreWatchRetry, [&] { return watcher_stop_; });
+      continue;
+    }
+    if (rev.value() != seen) {
+      seen = rev.value();
+      store_changed_ = true;
+      a_->wake_.Notify();
+    }
+  }
+}
+
+void Agent::Impl::TellWatcherToStop() {
+  {
+    std::lock_guard<std::mutex> lock(watcher_mu_);
+    watcher_stop_ = true;
+  }
+  watcher_cv_.notify_all();
+}
+
+void Agent::Impl::StopWatcher() {
+  if (!watcher_.joinable()) return;
+  TellWatcherToStop();
+  watcher_.join();  // at the next change in the store, or within one kStoreWatchTimeout
+}
+
 Status Agent::Impl::SyncWithStore() {
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_.Revision());
   if (rev == seen_revision_) return Status::OK();
@@ -319,6 +376,7 @@ Result<AgentEnd> Agent::Impl::Run() {
   machine_ = std::make_unique<AgentMachine>(
       AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends});
   ELASTRAIN_RETURN_IF_ERROR(Register());
+  watcher_ = std::thread([this] { WatchStore(); });
   bool stop_fed = false, preempt_fed = false;
   while (!end_) {
     if (a_->stop_ && !stop_fed) {
@@ -329,9 +387,9 @@ Result<AgentEnd> Agent::Impl::Run() {
       preempt_fed = true;
       Feed(PreemptionNotice{});
     }
-    PollChannels();
+    PollChannels(IdleWait());
     ReapExits();
-    if (Clock::now() - last_sync_ >= std::chrono::duration<double>(kStoreSyncSeconds)) {
+    if (store_changed_.exchange(false) || Clock::now() - last_sync_ >= kStoreResync) {
       last_sync_ = Clock::now();
       Status st = SyncWithStore();
       if (!st.ok() && st.message() != last_store_error_) LOG_WARN("agent {}: {}", opt_.id, st.message());
@@ -340,7 +398,11 @@ Result<AgentEnd> Agent::Impl::Run() {
     KeepAliveIfDue();
     Feed(Tick{});
   }
+  // Revoking the lease removes this agent's keys: a change, which ends the watcher's
+  // wait at once rather than at its timeout.
+  TellWatcherToStop();
   (void)store_.RevokeLease(lease_);
+  StopWatcher();
   LOG_INFO("agent {}: stopped", opt_.id);
   return *end_;
 }

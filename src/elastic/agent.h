@@ -18,6 +18,12 @@
 // Preempt()) forwards SIGTERM to every worker, waits up to preemption_notice_seconds for
 // them to save and leave, records them under elastrain/departed/<id> and deregisters.
 //
+// Waiting costs nothing: Run() blocks in one poll() on the workers' channels and a
+// wake-up fd, which a second thread notifies whenever the store's revision moves (it
+// blocks in Store::WaitForChange: a condition variable in memory, a watch on etcd);
+// otherwise it wakes for its own deadlines (lease keep-alive, the machine's Tick) at
+// most every kAgentIdleWait.
+//
 // Threading: Run() owns all state and must stay on the thread that spawns the workers
 // (PR_SET_PDEATHSIG is tied to that thread). Preempt() and RequestStop() may be called
 // from any thread or a signal handler.
@@ -29,12 +35,18 @@
 #include <string>
 
 #include "common/status.h"
+#include "common/wakeup.h"
 #include "store/store.h"
 
 namespace elastrain {
 
 // How long an agent's registration outlives its last keep-alive.
 inline constexpr std::chrono::milliseconds kDefaultAgentLeaseTtl{3000};
+// Longest the agent's loop sleeps when nothing happens: the machine's time-based rules
+// (heartbeat timeouts, grace periods, back-off, progress reports) are
+// checked at least this often. Events (a worker's message or death, a store change, a
+// stop) wake it at once.
+inline constexpr std::chrono::milliseconds kAgentIdleWait{100};
 
 struct AgentOptions {
   std::string id;                    // unique among live agents; empty: "<host>-<pid>"
@@ -58,8 +70,14 @@ class Agent {
   // Until RequestStop(), a preemption has been carried out, or (exit_when_job_ends)
   // the job is over. Kills its workers before returning.
   Result<AgentEnd> Run();
-  void RequestStop() { stop_ = true; }
-  void Preempt() { preempt_ = true; }
+  void RequestStop() {
+    stop_ = true;
+    wake_.Notify();
+  }
+  void Preempt() {
+    preempt_ = true;
+    wake_.Notify();
+  }
   const AgentOptions& options() const { return opt_; }
 
  private:
@@ -68,6 +86,7 @@ class Agent {
   std::shared_ptr<Store> store_;
   AgentOptions opt_;
   std::atomic<bool> stop_{false}, preempt_{false};
+  Wakeup wake_;  // Run's poll wakes on it: a stop, a preemption, a change in the store
 };
 
 }  // namespace elastrain

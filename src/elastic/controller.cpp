@@ -23,6 +23,12 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+// The record as JSON without updated_at, which changes with every decision.
+std::string RecordJsonWithoutTime(JobRecord r) {
+  r.updated_at = 0;
+  return ToJson(r);
+}
+
 // One readable line per event for the console; events.jsonl has every field.
 std::string DescribeEvent(const Event& e) {
   const nlohmann::json& f = e.fields;
@@ -65,7 +71,8 @@ class Controller::Impl {
   JobSpec spec_;
   JobSettings settings_;
   JobRecord record_;
-  std::string record_json_;
+  std::string record_json_;   // the record as last written, updated_at left out
+  int64_t record_put_revision_ = 0;  // store revision of Apply's record write; 0: none
   EventLog events_;
   int64_t command_serial_ = 0;
 };
@@ -158,10 +165,13 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
     events_.Emit(e.name, e.fields);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
   }
+  record_put_revision_ = 0;
   record_ = d.record;
-  const std::string json = ToJson(record_);
+  // Every decision stamps updated_at; a record that differs in nothing else is not
+  // written again, or each write would wake this loop (and every agent) to decide again.
+  const std::string json = RecordJsonWithoutTime(record_);
   if (json != record_json_) {
-    ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::JobRecord(), json).status());
+    ELASTRAIN_ASSIGN_OR_RETURN(record_put_revision_, store_->Put(keys::JobRecord(), ToJson(record_)));
     record_json_ = json;
   }
   if (d.plan) CleanUpRendezvous(d.plan->generation);
@@ -173,6 +183,8 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   // Wait for a job.
   for (;;) {
     if (stop) return Status::Unavailable("controller stopped before a job was submitted");
+    // The revision before the reads: a submission between them is not slept through.
+    ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
     ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(*store_, keys::JobSpec()));
     ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobRecord> rec, ReadRecord<JobRecord>(*store_, keys::JobRecord()));
     const bool done = spec && rec && rec->job_id == spec->job_id && IsTerminal(rec->state);
@@ -182,7 +194,6 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       break;
     }
     KeepLeadership();
-    ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
     (void)store_->WaitForChange(rev, opt_.tick * 5);
   }
   const bool resumed = !record_.job_id.empty();
@@ -240,6 +251,13 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       return record_;
     }
     if (d.plan || d.stop || !d.commands.empty()) continue;  // look again at once
+    // The controller's own record write moved the revision by one; waiting from before
+    // it would return at once and decide again on the same observation (a spin). Any
+    // other change since Observe shows as a larger step: then decide again at once.
+    if (record_put_revision_ != 0) {
+      if (record_put_revision_ != rev + 1) continue;
+      rev = record_put_revision_;
+    }
     (void)store_->WaitForChange(rev, opt_.tick);
   }
   return record_;

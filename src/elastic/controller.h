@@ -23,8 +23,13 @@
 namespace elastrain {
 
 inline constexpr std::chrono::milliseconds kDefaultLeaderTtl{3000};
-// Longest pause between two decisions when nothing changes (timeouts are checked then).
-inline constexpr std::chrono::milliseconds kDefaultDecisionTick{100};
+// Longest pause between two decisions when nothing changes: the policy's timeouts
+// (heartbeat, collective, resource wait, cool-downs: all seconds or more) are checked
+// then. Every change in the store (a report, a lease expiry, a submission) wakes the
+// controller at once, so this bounds only how late a timeout is noticed. Each decision
+// reads the whole cluster view (in cluster mode ~8 etcd requests): at 100 ms this was
+// most of the head's and etcd's CPU while training (issue 20).
+inline constexpr std::chrono::milliseconds kDefaultDecisionTick{1000};
 
 struct ControllerOptions {
   std::chrono::milliseconds leader_ttl = kDefaultLeaderTtl;

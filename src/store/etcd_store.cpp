@@ -246,11 +246,14 @@ class EtcdStore : public Store {
   }
 
   Result<int64_t> WaitForChange(int64_t after, milliseconds timeout) override {
-    // Polling rather than a watch: the gateway's watch is a long-lived stream that
-    // httplib cannot bound per message; a revision read is one cheap request.
     const auto deadline = Clock::now() + timeout;
+    ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, Revision());
+    if (rev > after || timeout <= milliseconds(0)) return rev;
+    // A watch blocks in etcd until something changes, so waiting costs no requests;
+    // polling (a revision read every poll_interval) is the fallback when it fails.
+    if (Watch(rev, timeout).ok()) return Revision();
     for (;;) {
-      ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, Revision());
+      ELASTRAIN_ASSIGN_OR_RETURN(rev, Revision());
       const auto now = Clock::now();
       if (rev > after || now >= deadline) return rev;
       std::this_thread::sleep_for(std::min<Clock::duration>(opt_.poll_interval, deadline - now));
@@ -258,6 +261,58 @@ class EtcdStore : public Store {
   }
 
  private:
+  // Watches the whole keyspace from revision `from` + 1 and returns once an event comes
+  // or `timeout` passes (both OK); an error when the watch could not be set up. The
+  // gateway streams one JSON object per line ({"result": {"created": true}} first, then
+  // {"result": {"events": [...]}}); the stream is cut at the first event, and a wait
+  // without one ends as a read timeout. Each watch has its own connection, dropped after.
+  Status Watch(int64_t from, milliseconds timeout) {
+    const json create = {{"create_request",
+                          {{"key", Base64Encode(std::string(1, '\0'))},
+                           {"range_end", Base64Encode(std::string(1, '\0'))},
+                           {"start_revision", std::to_string(from + 1)}}}};
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v3/watch";
+    req.body = create.dump();
+    req.headers.emplace("Content-Type", "application/json");
+    int http = 0;
+    bool created = false, changed = false;
+    std::string error, line;
+    req.response_handler = [&](const httplib::Response& r) {
+      http = r.status;
+      return http == 200;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      line.append(data, n);
+      for (size_t nl; (nl = line.find('\n')) != std::string::npos; line.erase(0, nl + 1)) {
+        const json msg = json::parse(line.substr(0, nl), nullptr, /*allow_exceptions=*/false);
+        const json result = msg.is_object() ? msg.value("result", json::object()) : json::object();
+        if (!msg.is_object() || msg.contains("error") || result.value("canceled", false)) {
+          error = Printable(line.substr(0, std::min<size_t>(nl, 200)));
+          return false;
+        }
+        if (result.value("created", false)) created = true;
+        if (result.contains("events")) changed = true;
+      }
+      return !changed;  // false: cut the stream, the caller re-reads
+    };
+    httplib::Client cli(host_, port_);
+    cli.set_connection_timeout(opt_.request_timeout);
+    cli.set_read_timeout(timeout);
+    cli.set_write_timeout(opt_.request_timeout);
+    cli.set_tcp_nodelay(true);
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    (void)cli.send(req, res, err);
+    // After `created`, a read error is the timeout (or a lost connection: the caller's
+    // next read reports that).
+    if (changed || (created && err == httplib::Error::Read)) return Status::OK();
+    return Status::Unavailable(url_ + ": watch from revision " + std::to_string(from + 1) + " failed (HTTP " +
+                               std::to_string(http) + ", " + httplib::to_string(err) +
+                               (error.empty() ? "" : ", '" + error + "'") + ")");
+  }
+
   json PutRequest(const std::string& key, const std::string& value, LeaseId lease) const {
     json put = {{"key", Base64Encode(key)}, {"value", Base64Encode(value)}};
     if (lease != 0) put["lease"] = std::to_string(lease);

@@ -39,7 +39,8 @@ struct KeyValue {
 
 // Bound on one request to a remote store.
 inline constexpr std::chrono::milliseconds kDefaultStoreRequestTimeout{5000};
-// How often a remote store is polled while waiting for a change or a key.
+// How often a remote store is polled while waiting for a key (Gloo's wait), or for a
+// change when the etcd store's watch cannot be set up.
 inline constexpr std::chrono::milliseconds kDefaultStorePollInterval{20};
 
 struct StoreOptions {
@@ -77,7 +78,9 @@ class Store {
   // The store's revision: it grows with every change (put, delete, lease expiry).
   virtual Result<int64_t> Revision() = 0;
   // Returns the revision once it exceeds `after`, or the current one when `timeout`
-  // passes first (not an error: callers re-read what they watch either way).
+  // passes first (not an error: callers re-read what they watch either way). Blocks
+  // without polling (a condition variable in memory, a watch on etcd), so callers may
+  // wait in a loop at no cost.
   virtual Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) = 0;
 };
 
