@@ -27,7 +27,7 @@ TRAIN_RUNS=${TRAIN_RUNS:-2}  # whole runs per binary for the training time; 0: n
 WORK=$(mktemp -d /tmp/elastrain_coord_bench.XXXXXX)
 mkdir -p "$WORK/runs"
 PIDS=()  # every process started, for the EXIT trap (some are disowned)
-trap 'for p in "${PIDS[@]}"; do pkill -9 -P "$p"; kill -9 "$p"; done 2>/dev/null; kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'set +e; for p in "${PIDS[@]}"; do pkill -9 -P "$p"; kill -9 "$p"; done 2>/dev/null; kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 source "$(dirname "$0")/../tests/integration/etcd_lib.sh"
 HZ=$(getconf CLK_TCK)
 common=(model_name=small steps=100000 log_period=1 eval_interval=0 global_batch_size=8 per_device_batch_size=2
