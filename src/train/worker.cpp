@@ -48,6 +48,8 @@ void OnCrash(int sig) {
 
 // How often a worker tells its agent it is alive, whatever it is doing.
 constexpr std::chrono::milliseconds kTickInterval{250};
+// How long a failed collective looks for a local peer that is exiting (describe_lost_peers).
+constexpr std::chrono::milliseconds kLostPeerGrace{100};
 // How long a fresh worker waits for its job message before giving up.
 constexpr std::chrono::milliseconds kJobMessageTimeout{60000};
 
@@ -172,12 +174,18 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
   std::vector<std::pair<int, int>> local_peers;  // rank, pid
   for (const AssignPeer& m : a.members)
     if (m.host == host) local_peers.push_back({m.rank, m.pid});
+  // A collective fails the moment a dying peer's sockets close, which is before the
+  // kernel marks it a zombie: look again for a short while before saying nobody is gone.
   ctx.describe_lost_peers = [local_peers, host] {
-    std::string out;
-    for (auto [rank, pid] : local_peers)
-      if (pid > 0 && !ProcessRuns(pid))
-        out += fmt::format("{}rank {} (pid {}) on host {} is gone", out.empty() ? "" : ", ", rank, pid, host);
-    return out;
+    const auto deadline = std::chrono::steady_clock::now() + kLostPeerGrace;
+    for (;;) {
+      std::string out;
+      for (auto [rank, pid] : local_peers)
+        if (pid > 0 && !ProcessRuns(pid))
+          out += fmt::format("{}rank {} (pid {}) on host {} is gone", out.empty() ? "" : ", ", rank, pid, host);
+      if (!out.empty() || std::chrono::steady_clock::now() >= deadline) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   };
   return ctx;
 }
