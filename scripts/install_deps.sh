@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
       sentencepiece libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libspdlog-dev
       libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev libgloo-dev
-      libcpp-httplib-dev etcd-server)
+      libcpp-httplib-dev libssl-dev openssl etcd-server)
 # --test: also what only the tests use: promtool (Prometheus' rule and metrics checker),
 # headless Chromium (drives the dashboard), curl and iproute2 (ss).
 if [ "${1:-}" = "--test" ]; then
