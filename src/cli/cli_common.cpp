@@ -16,6 +16,7 @@ int ExitCodeFor(const Status& st) {
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
     case StatusCode::kOutOfMemory:
+    case StatusCode::kPermissionDenied:
       return 2;  // the configuration cannot run; retrying will not help
     default:
       return 1;

@@ -1,6 +1,8 @@
 // The `elastrain` command. main() is the only place that decides the exit code:
 //   0 success, 1 runtime failure, 2 bad usage or configuration, 3 preempted, 4 stopped
 // (wire/exit_codes.h).
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
@@ -58,6 +60,9 @@ constexpr Command kCommands[] = {
 
 int main(int argc, char** argv) {
   elastrain::StartSignalThread();  // before any thread: see common/signals.h
+  // Everything elastrain creates (run directories, checkpoints, token caches, logs,
+  // tokens) is private to the user: files 0600, directories 0700 (docs/security.md).
+  ::umask(077);
   // CLI11 picks the subcommand; everything after its name goes to it untouched
   // (prefix_command), including -h and --help, which each command answers itself.
   CLI::App app{"elastrain"};

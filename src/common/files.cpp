@@ -1,5 +1,7 @@
 #include "common/files.h"
 
+#include "common/safe_path.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -15,12 +17,21 @@ namespace elastrain {
 namespace fs = std::filesystem;
 
 Result<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open for reading (" + std::strerror(errno) + ")");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError(path + ": read failed");
-  return ss.str();
+  auto fd = OpenFile(path, O_RDONLY);
+  if (!fd.ok()) {
+    if (fd.status().code() == StatusCode::kPermissionDenied) return fd.status();
+    return Status::NotFound(fd.status().message());
+  }
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd->get(), buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(path + ": read failed (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
 }
 
 static Status WriteAll(int fd, const char* p, size_t n, const std::string& path) {
@@ -37,20 +48,26 @@ static Status WriteAll(int fd, const char* p, size_t n, const std::string& path)
 }
 
 Status WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::IOError(tmp + ": cannot create (" + std::strerror(errno) + ")");
-  Status st = WriteAll(fd, data.data(), data.size(), tmp);
-  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(tmp + ": fsync failed (" + std::strerror(errno) + ")");
+  ELASTRAIN_ASSIGN_OR_RETURN(ParentDir parent, OpenParent(path, /*create_dirs=*/false));
+  const int dir = parent.dir.get();
+  const std::string tmp = parent.leaf + ".tmp." + std::to_string(::getpid());
+  const std::string shown_tmp = path + ".tmp." + std::to_string(::getpid());
+  ::unlinkat(dir, tmp.c_str(), 0);  // a leftover of a crashed writer with our pid
+  // O_EXCL | O_NOFOLLOW: never write through a file or link that someone put there.
+  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(shown_tmp + ": cannot create (" + std::strerror(errno) + ")");
+  Status st = WriteAll(fd, data.data(), data.size(), shown_tmp);
+  if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(shown_tmp + ": fsync failed (" + std::strerror(errno) + ")");
   ::close(fd);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+  // renameat replaces `path` itself, even where `path` is a link: nothing behind it is touched.
+  if (st.ok() && ::renameat(dir, tmp.c_str(), dir, parent.leaf.c_str()) != 0)
     st = Status::IOError(path + ": rename failed (" + std::strerror(errno) + ")");
   if (!st.ok()) {
-    ::unlink(tmp.c_str());
+    ::unlinkat(dir, tmp.c_str(), 0);
     return st;
   }
-  std::string dir = fs::path(path).parent_path().string();
-  int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // The rename is durable once the directory is; an O_PATH descriptor cannot fsync.
+  const int dfd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
@@ -58,12 +75,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& data) {
   return Status::OK();
 }
 
-Status MakeDirs(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) return Status::IOError(path + ": cannot create directory (" + ec.message() + ")");
-  return Status::OK();
-}
+Status MakeDirs(const std::string& path) { return MakeDirectories(path); }
 
 bool FileExists(const std::string& path) {
   std::error_code ec;

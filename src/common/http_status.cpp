@@ -10,6 +10,7 @@ int HttpStatusFor(const Status& st) {
     case StatusCode::kInvalidArgument: return kHttpBadRequest;
     case StatusCode::kNotFound: return kHttpNotFound;
     case StatusCode::kFailedPrecondition: return kHttpConflict;
+    case StatusCode::kPermissionDenied: return kHttpForbidden;
     default: return kHttpInternalError;
   }
 }
@@ -19,6 +20,7 @@ Status StatusFromHttp(int http_status, const std::string& message) {
   switch (http_status) {
     case kHttpBadRequest:
     case kHttpUnauthorized: return Status::InvalidArgument(message);
+    case kHttpForbidden: return Status::PermissionDenied(message);
     case kHttpNotFound: return Status::NotFound(message);
     case kHttpConflict: return Status::FailedPrecondition(message);
     default: return Status::Internal(fmt::format("HTTP {}: {}", http_status, message));

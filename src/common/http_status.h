@@ -21,6 +21,7 @@ namespace elastrain {
 inline constexpr int kHttpOk = 200;
 inline constexpr int kHttpBadRequest = 400;
 inline constexpr int kHttpUnauthorized = 401;
+inline constexpr int kHttpForbidden = 403;
 inline constexpr int kHttpNotFound = 404;
 inline constexpr int kHttpConflict = 409;
 inline constexpr int kHttpInternalError = 500;

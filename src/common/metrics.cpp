@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "common/safe_path.h"
+
 namespace elastrain {
 
 MetricsWriter::~MetricsWriter() {
@@ -17,8 +19,11 @@ MetricsWriter::~MetricsWriter() {
 Status MetricsWriter::Open(const std::string& path, bool append) {
   if (fd_ >= 0) ::close(fd_);
   path_ = path;
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (append ? 0 : O_TRUNC), 0644);
-  if (fd_ < 0) return Status::IOError(path + ": cannot open for writing (" + std::strerror(errno) + ")");
+  fd_ = -1;
+  // Never through a link (common/safe_path.h): appending is how a planted link hurts most.
+  auto fd = OpenFile(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | (append ? 0 : O_TRUNC), 0644);
+  if (!fd.ok()) return fd.status();
+  fd_ = fd->release();
   return Status::OK();
 }
 

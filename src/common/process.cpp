@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "common/safe_path.h"
+
 #include "common/signals.h"
 
 namespace elastrain {
@@ -67,8 +69,9 @@ Result<pid_t> SpawnSelf(const SpawnSpec& s) {
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);
-  int log_fd = ::open(s.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Status::IOError(s.log_path + ": cannot open worker log (" + std::strerror(errno) + ")");
+  auto opened = OpenFile(s.log_path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
+  if (!opened.ok()) return opened.status();
+  const int log_fd = opened->release();
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {

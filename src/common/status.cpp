@@ -15,6 +15,7 @@ std::string Status::ToString() const {
     case StatusCode::kInternal: name = "Internal"; break;
     case StatusCode::kDeadlineExceeded: name = "DeadlineExceeded"; break;
     case StatusCode::kUnavailable: name = "Unavailable"; break;
+    case StatusCode::kPermissionDenied: name = "PermissionDenied"; break;
   }
   return std::string(name) + ": " + message_;
 }

@@ -20,6 +20,7 @@ enum class StatusCode {
   kInternal,
   kDeadlineExceeded,  // a blocking call ran past its timeout (e.g. a stalled peer)
   kUnavailable,       // a peer or service went away (e.g. a connection reset)
+  kPermissionDenied,  // refused for safety: a link, a file of another user, a bad mode
 };
 
 class [[nodiscard]] Status {
@@ -35,6 +36,7 @@ class [[nodiscard]] Status {
   static Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m)); }
   static Status DeadlineExceeded(std::string m) { return Status(StatusCode::kDeadlineExceeded, std::move(m)); }
   static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
+  static Status PermissionDenied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

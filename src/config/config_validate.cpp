@@ -51,8 +51,16 @@ Status PathExists(std::string_view key, const std::string& path) {
 
 Status ValidateRun(const TrainConfig& c) {
   if (c.run_name.empty()) return Bad("run_name", "", "expected a non-empty name");
-  if (c.run_name.find('/') != std::string::npos)
-    return Bad("run_name", c.run_name, "expected a name without '/' (it names a folder under base_output_directory)");
+  // One path component of letters, digits, '.', '_' and '-' (not "." or ".."): it names a
+  // folder under base_output_directory and goes into file names, keys and log lines.
+  const bool one_component =
+      c.run_name.size() <= 128 && c.run_name != "." && c.run_name != ".." &&
+      c.run_name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+          std::string::npos;
+  if (!one_component)
+    return Bad("run_name", c.run_name,
+               "expected one folder name under base_output_directory: at most 128 of A-Z a-z 0-9 . _ -, "
+               "not . or ..");
   ELASTRAIN_RETURN_IF_ERROR(OneOf("log_level", c.log_level, {"trace", "debug", "info", "warn", "error"}));
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("log_period", c.log_period, 1));
   return Status::OK();

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 #include "common/log.h"
 #include "common/process.h"
 #include "config/config.h"
@@ -289,6 +290,7 @@ Result<JobKeys> Agent::Impl::ReadJobKeys() {
 JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
   JobObserved o;
   o.spec = k.spec;
+  if (k.spec) GuardDirectory(k.spec->run_dir);  // the workers' logs go there
   if (k.record && k.spec && k.record->job_id == k.spec->job_id) {
     o.terminal = IsTerminal(k.record->state);
   }
@@ -374,7 +376,7 @@ Result<AgentEnd> Agent::Impl::Run() {
   if (opt_.slots < 1) return Status::InvalidArgument(fmt::format("--slots {}: expected at least 1", opt_.slots));
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   machine_ = std::make_unique<AgentMachine>(
-      AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends});
+      AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends, store_.url()});
   ELASTRAIN_RETURN_IF_ERROR(Register());
   watcher_ = std::thread([this] { WatchStore(); });
   bool stop_fed = false, preempt_fed = false;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "elastic/fencing.h"
 #include "wire/exit_codes.h"
 
 namespace elastrain {
@@ -170,7 +171,14 @@ void AgentMachine::RespawnDue(double now, Actions* out) {
 // ---------------------------------------------------------------- generations
 void AgentMachine::On(const PlanSeen& in, double now, Actions* out) {
   if (job_over_ || job_id_.empty() || stopping_) return;
-  if (in.plan.job_id == job_id_ && in.plan.generation > applied_gen_) ApplyPlan(in.plan, now, out);
+  if (in.plan.job_id != job_id_ || in.plan.generation <= applied_gen_) return;
+  const Status fenced = CheckPlan(in.plan, spec_, opt_.store_url, opt_.id, WorkerIds());
+  if (!fenced.ok()) {
+    if (refused_gen_ != in.plan.generation) LOG_ERROR("agent {}: {}", opt_.id, fenced.message());
+    refused_gen_ = in.plan.generation;
+    return;
+  }
+  ApplyPlan(in.plan, now, out);
 }
 
 void AgentMachine::ApplyPlan(const Plan& plan, double now, Actions* out) {
@@ -220,6 +228,10 @@ void AgentMachine::AbortOlderGenerations(const Plan& plan, Actions* out) {
 void AgentMachine::On(const StopSeen& in, double now, Actions* out) {
   if (job_over_ || job_id_.empty()) return;
   const GenerationStop& s = in.stop;
+  if (Status fenced = CheckStop(s, job_id_); !fenced.ok()) {
+    LOG_DEBUG("agent {}: {}", opt_.id, fenced.message());  // a leftover of another job
+    return;
+  }
   if (s.generation != gen_stop_.generation || s.reasons != gen_stop_.reasons || s.abort != gen_stop_.abort)
     ApplyStop(s, out);
 }
@@ -245,6 +257,10 @@ void AgentMachine::ApplyStop(const GenerationStop& stop, Actions* out) {
 void AgentMachine::On(const CommandSeen& in, double now, Actions* out) {
   if (job_over_ || job_id_.empty()) return;
   const AgentCommand& c = in.command;
+  if (Status fenced = CheckCommand(c, job_id_); !fenced.ok()) {
+    LOG_WARN("agent {}: {}", opt_.id, fenced.message());
+    return;
+  }
   LOG_WARN("agent {}: {} {}", opt_.id, Name(c.action), c.worker);
   if (c.action == CommandAction::kHost) {
     out->push_back(KillHost{});  // its workers die with it (PR_SET_PDEATHSIG), the lease expires

@@ -73,6 +73,7 @@ struct AgentMachineOptions {
   int slots = 1;
   int cores = 1;                   // this host's cores, shared among the slots by default
   bool exit_when_job_ends = false;
+  std::string store_url;           // the store's URL: a plan's rendezvous must be the job's there
 };
 
 // The settings of the job that the agent needs (from its config).
@@ -231,6 +232,7 @@ class AgentMachine {
   std::optional<std::pair<JobSpec, AgentJobSettings>> next_job_;  // starts once the drain ends
   Plan plan_;
   int64_t applied_gen_ = -1;
+  int64_t refused_gen_ = -1;   // the last generation whose plan CheckPlan refused (logged once)
   GenerationStop gen_stop_;
   std::vector<Slot> slots_;
   std::map<std::string, LocalWorker> workers_;  // live and recently exited, by id

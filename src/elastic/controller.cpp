@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 #include "common/log.h"
 #include "wire/job_state.h"
 #include "elastic/policy.h"
@@ -157,10 +158,17 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
     }
     (void)store_->DeletePrefix(keys::DepartedPrefix());  // read into this plan's decision
   }
-  if (d.stop) ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(*d.stop)).status());
-  for (const auto& [agent, cmd] : d.commands)
+  // Stops and commands carry the job's id: an agent fences out any other job's.
+  if (d.stop) {
+    GenerationStop stop = *d.stop;
+    stop.job_id = spec_.job_id;
+    ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(stop)).status());
+  }
+  for (auto [agent, cmd] : d.commands) {
+    cmd.job_id = spec_.job_id;
     ELASTRAIN_RETURN_IF_ERROR(
         store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
+  }
   for (const Event& e : d.events) {
     events_.Emit(e.name, e.fields);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
@@ -198,6 +206,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   }
   const bool resumed = !record_.job_id.empty();
   record_.job_id = spec_.job_id;
+  GuardDirectory(spec_.run_dir);  // nothing below it is reached through a link
   (void)MakeDirs(spec_.run_dir);
   ELASTRAIN_RETURN_IF_ERROR(events_.Open(spec_.run_dir + "/events.jsonl"));
   auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
@@ -207,10 +216,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     (void)store_->Put(keys::JobRecord(), ToJson(record_));
     return record_;
   }
-  const RendezvousAddress rendezvous =
-      store_->url().rfind("etcd://", 0) == 0
-          ? RendezvousAddress::Etcd(store_->url(), keys::Rendezvous(spec_.job_id))
-          : RendezvousAddress::File(fmt::format("{}/rendezvous/{}", spec_.run_dir, spec_.job_id));
+  const RendezvousAddress rendezvous = RendezvousForJob(spec_, store_->url());
   settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);
   // One line per event, at the job's log_level, beside events.jsonl.
   SetLogLevel(cfg->log_level);

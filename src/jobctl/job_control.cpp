@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/safe_path.h"
 #include "config/derived.h"
 #include "jobctl/cluster_view.h"
 #include "jobctl/run_token.h"
@@ -38,6 +39,7 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::gmtime(&now));
   spec.job_id = fmt::format("{}-{}-{}", cfg.run_name, stamp, ::getpid() % 10000);
   spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
+  GuardDirectory(spec.run_dir);  // nothing below it is reached through a link
   spec.config_yaml = ConfigToYaml(cfg);
   spec.submitted_at = WallSeconds();
   // The bearer token of the control API's POSTs (monitor/run_token.h).
@@ -66,6 +68,7 @@ Status RequestChaos(Store& store, const std::string& action, int rank, const std
   AgentCommand cmd;
   cmd.action = parsed.value();
   cmd.requested_at = WallSeconds();
+  cmd.job_id = v.spec.job_id;
   std::string agent;
   if (cmd.action == CommandAction::kHost || (!host.empty() && rank < 0)) {
     if (!allow_host)

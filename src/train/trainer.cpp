@@ -17,6 +17,7 @@
 
 #include "comm/sharding.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 #include "common/log.h"
 #include "config/derived.h"
 #include "kernels/gemm.h"
@@ -89,6 +90,7 @@ Status Trainer::CheckMemoryFits() const {
 
 Status Trainer::OpenRunDirectory() {
   run_dir_ = (std::filesystem::path(cfg_.base_output_directory) / cfg_.run_name).string();
+  GuardDirectory(run_dir_);  // nothing below it is reached through a link (common/safe_path.h)
   if (!is_chief()) return Status::OK();
   ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
   AddLogFile(run_dir_ + "/train.log");

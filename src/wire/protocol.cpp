@@ -24,8 +24,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RestorePlan, kind, source_rank, 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
                                                 rendezvous, inject_failure, created_at, failures, job_started_at)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobControl, stop, requested_at)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenerationStop, generation, reasons, abort)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentCommand, action, worker, requested_at)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenerationStop, generation, reasons, abort, job_id)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentCommand, action, worker, requested_at, job_id)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobRecord, job_id, state, reason, generation, world, failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
@@ -68,5 +68,10 @@ Status FromJson(const std::string& t, JobControl* v) { return Load(t, "job contr
 Status FromJson(const std::string& t, GenerationStop* v) { return Load(t, "generation stop", v); }
 Status FromJson(const std::string& t, AgentCommand* v) { return Load(t, "agent command", v); }
 Status FromJson(const std::string& t, JobRecord* v) { return Load(t, "job state", v); }
+
+RendezvousAddress RendezvousForJob(const JobSpec& spec, const std::string& store_url) {
+  if (store_url == "memory://") return RendezvousAddress::File(spec.run_dir + "/rendezvous/" + spec.job_id);
+  return RendezvousAddress::Etcd(store_url, keys::Rendezvous(spec.job_id));
+}
 
 }  // namespace elastrain

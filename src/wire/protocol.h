@@ -57,6 +57,11 @@ struct JobSpec {
   double submitted_at = 0;
 };
 
+// Where the workers of `spec` meet: a folder of the run directory when the job runs over
+// an in-memory store (embedded `elastrain train`), else a key prefix of the job in the
+// cluster's store. The controller puts it in each plan; an agent accepts no other.
+RendezvousAddress RendezvousForJob(const JobSpec& spec, const std::string& store_url);
+
 struct AgentInfo {
   std::string id;            // unique among live agents, e.g. "host1" or "host1-2"
   std::string host;          // the host's name (for placement, cool-down and messages)
@@ -140,6 +145,7 @@ struct GenerationStop {
   int64_t generation = -1;
   int reasons = 0;      // StopReason bits
   bool abort = false;   // end at once: the generation lost a member (rendezvous included)
+  std::string job_id;   // stamped by the controller; an agent ignores another job's
 };
 
 struct JobControl {
@@ -152,6 +158,7 @@ struct AgentCommand {
   CommandAction action = CommandAction::kKill;  // kill | hang | host | terminate | hung (wire/worker_vocab.h)
   std::string worker;        // empty for host
   double requested_at = 0;
+  std::string job_id;        // the job it is meant for; an agent ignores another job's
 };
 
 // The controller's state, persisted after every decision (elastic/policy.h).

@@ -298,7 +298,9 @@ TEST(ConfigValidate, EachRuleNamesKeyAndValue) {
       {"gemm_backend=mkl", "gemm_backend=mkl: expected one of onednn, openblas"},
       {"log_level=verbose", "log_level=verbose: expected one of trace, debug, info, warn, error"},
       {"run_name=", "run_name=: expected a non-empty name"},
-      {"run_name=a/b", "run_name=a/b: expected a name without '/'"},
+      {"run_name=a/b", "run_name=a/b: expected one folder name under base_output_directory"},
+      {"run_name=..", "run_name=..: expected one folder name"},
+      {"run_name=a b", "run_name=a b: expected one folder name"},
       {"hardware_peak_tflops=-1", "hardware_peak_tflops=-1: expected a number >= 0"},
       {"checkpoint_period=often", "checkpoint_period=often: expected a positive number of steps, or auto"},
       {"checkpoint_period=0", "checkpoint_period=0: expected a positive number of steps, or auto"},
@@ -416,7 +418,7 @@ TEST_F(ConfigTest, ConfigToYamlRoundTrips) {
       {"model_name=default", "decoder_block=gpt2", "base_emb_dim=96", "base_num_query_heads=3",
        "base_num_kv_heads=3", "base_mlp_dim=384", "base_num_decoder_layers=2", "head_dim=32", "vocab_size=300",
        "max_target_length=48", "warmup_steps_fraction=0.3333333333333333"},
-      {"model_name=llama3-8b", "max_target_length=16384", "run_name=odd \"name\": #1 \\ x", "global_batch_size=64"},
+      {"model_name=llama3-8b", "max_target_length=16384", "base_output_directory=odd \"dir\": #1 \\ x", "global_batch_size=64"},
   };
   for (size_t i = 0; i < runs.size(); ++i) {
     auto c = Load(runs[i]);

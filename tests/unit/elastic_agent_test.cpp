@@ -52,6 +52,7 @@ class AgentMachineTest : public ::testing::Test {
     o.slots = 2;
     o.cores = 8;
     o.exit_when_job_ends = exit_when_job_ends;
+    o.store_url = "memory://";
     return o;
   }
   std::vector<AgentAction> Feed(const AgentInput& in) { return m_.Step(in, now_); }
@@ -81,8 +82,9 @@ class AgentMachineTest : public ::testing::Test {
     p.job_id = "job1";
     p.generation = gen;
     p.world = static_cast<int>(workers.size());
+    p.data = p.world;
     p.created_at = now_;
-    p.rendezvous = RendezvousAddress::File("/tmp/rdzv");
+    p.rendezvous = RendezvousAddress::File("/runs/job1/rendezvous/job1");
     for (size_t r = 0; r < workers.size(); ++r)
       p.members.push_back({static_cast<int>(r), workers[r], "a1", "h1", m_.Worker(workers[r])->pid});
     return p;
@@ -365,12 +367,12 @@ TEST_F(AgentMachineTest, AMemberStuckInTheOldGenerationIsHung) {
 TEST_F(AgentMachineTest, GenerationStopReachesItsMembersOnce) {
   StartReady();
   Feed(PlanSeen{MakePlan(0, {"a1-w0", "a1-w1"})});
-  auto acts = Feed(StopSeen{GenerationStop{0, kStopUser, false}});
+  auto acts = Feed(StopSeen{GenerationStop{0, kStopUser, false, "job1"}});
   auto stops = Sent<StopMessage>(acts, "a1-w1");
   ASSERT_EQ(stops.size(), 1u);
   EXPECT_EQ(stops[0].reason, kStopUser);
-  EXPECT_TRUE(All<SendToWorker>(Feed(StopSeen{GenerationStop{0, kStopUser, false}})).empty());
-  acts = Feed(StopSeen{GenerationStop{0, kStopUser | kStopResize, true}});
+  EXPECT_TRUE(All<SendToWorker>(Feed(StopSeen{GenerationStop{0, kStopUser, false, "job1"}})).empty());
+  acts = Feed(StopSeen{GenerationStop{0, kStopUser | kStopResize, true, "job1"}});
   EXPECT_EQ(Sent<AbortMessage>(acts, "a1-w0").size(), 1u);
   stops = Sent<StopMessage>(acts, "a1-w0");
   ASSERT_EQ(stops.size(), 1u) << "only the new reason";
@@ -379,7 +381,7 @@ TEST_F(AgentMachineTest, GenerationStopReachesItsMembersOnce) {
 
 TEST_F(AgentMachineTest, ChaosKillIsAFailureOfTheProcess) {
   StartReady();
-  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_}});
+  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_, "job1"}});
   EXPECT_EQ(Signals(acts, "a1-w0"), std::vector<int>{SIGKILL});
   Feed(WorkerExited{"a1-w0", Signal(SIGKILL)});
   EXPECT_EQ(W("a1-w0").exit_kind, ExitKind::kFailure);
@@ -389,7 +391,7 @@ TEST_F(AgentMachineTest, ChaosKillIsAFailureOfTheProcess) {
 TEST_F(AgentMachineTest, ChaosHangStopsTheWorkerWhichIsThenFoundHung) {
   StartReady();
   const double t0 = now_;
-  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kHang, "a1-w1", now_}});
+  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kHang, "a1-w1", now_, "job1"}});
   EXPECT_EQ(Signals(acts, "a1-w1"), std::vector<int>{SIGSTOP});
   Feed(WorkerSaid{"a1-w0", ProgressMessage{}});
   now_ = t0 + kHeartbeat + 1;
@@ -401,14 +403,14 @@ TEST_F(AgentMachineTest, ChaosHangStopsTheWorkerWhichIsThenFoundHung) {
 
 TEST_F(AgentMachineTest, ChaosHostKillsTheAgent) {
   StartReady();
-  EXPECT_EQ(All<KillHost>(Feed(CommandSeen{AgentCommand{CommandAction::kHost, "", now_}})).size(), 1u);
+  EXPECT_EQ(All<KillHost>(Feed(CommandSeen{AgentCommand{CommandAction::kHost, "", now_, "job1"}})).size(), 1u);
 }
 
 TEST_F(AgentMachineTest, ControllerTerminateAndHungSetTheExitKind) {
   StartReady();
-  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kTerminate, "a1-w0", now_}});
+  auto acts = Feed(CommandSeen{AgentCommand{CommandAction::kTerminate, "a1-w0", now_, "job1"}});
   EXPECT_EQ(Signals(acts, "a1-w0"), std::vector<int>{SIGKILL});
-  acts = Feed(CommandSeen{AgentCommand{CommandAction::kHung, "a1-w1", now_}});
+  acts = Feed(CommandSeen{AgentCommand{CommandAction::kHung, "a1-w1", now_, "job1"}});
   EXPECT_EQ(Signals(acts, "a1-w1"), std::vector<int>{SIGKILL});
   Feed(WorkerExited{"a1-w0", Signal(SIGKILL)});
   Feed(WorkerExited{"a1-w1", Signal(SIGKILL)});
@@ -417,7 +419,49 @@ TEST_F(AgentMachineTest, ControllerTerminateAndHungSetTheExitKind) {
   EXPECT_EQ(W("a1-w1").exit_kind, ExitKind::kHung);
   EXPECT_NE(W("a1-w1").exit_desc.find("no step progress"), std::string::npos);
   // A command for a worker that is gone does nothing.
-  EXPECT_TRUE(Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_}}).empty());
+  EXPECT_TRUE(Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_, "job1"}}).empty());
+}
+
+// Fencing (elastic/fencing.h): records that do not fit the job are refused, whoever wrote them.
+TEST_F(AgentMachineTest, ForgedPlansAreRefusedAndAValidOneStillApplies) {
+  StartReady();
+  auto assigned = [](const std::vector<AgentAction>& acts) {
+    size_t n = 0;
+    for (const SendToWorker& s : All<SendToWorker>(acts)) n += std::holds_alternative<AssignMessage>(s.message);
+    return n;
+  };
+  std::vector<Plan> forged;
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().rendezvous = RendezvousAddress::Etcd("etcd://10.9.9.9:2379", "elastrain/rdzv/job1");  // attacker's store
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().rendezvous = RendezvousAddress::File("/home/someone/.ssh");
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().members[1].rank = 0;  // a rank twice
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().tensor = 2;  // mesh 2x1x2 for a world of 2
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().members[1].worker = "a1-w9";  // not a worker of this agent
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().world = 3;  // members do not match
+  forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
+  forged.back().restore = {RestoreKind::kMemory, 7, 10};  // source is not a rank
+  for (const Plan& p : forged) {
+    EXPECT_EQ(assigned(Feed(PlanSeen{p})), 0u);
+    EXPECT_EQ(W("a1-w0").phase, WorkerPhase::kIdle);
+  }
+  EXPECT_EQ(assigned(Feed(PlanSeen{MakePlan(0, {"a1-w0", "a1-w1"})})), 2u);
+  EXPECT_EQ(W("a1-w0").phase, WorkerPhase::kRunning);
+}
+
+TEST_F(AgentMachineTest, StopsAndCommandsOfAnotherJobAreIgnored) {
+  StartReady();
+  Feed(PlanSeen{MakePlan(0, {"a1-w0", "a1-w1"})});
+  EXPECT_TRUE(All<SendToWorker>(Feed(StopSeen{GenerationStop{0, kStopUser, true, "job0"}})).empty());
+  EXPECT_TRUE(Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_, "job0"}}).empty());
+  EXPECT_TRUE(Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_, ""}}).empty());
+  EXPECT_TRUE(All<KillHost>(Feed(CommandSeen{AgentCommand{CommandAction::kHost, "", now_, "job0"}})).empty());
+  EXPECT_EQ(Signals(Feed(CommandSeen{AgentCommand{CommandAction::kKill, "a1-w0", now_, "job1"}}), "a1-w0"),
+            std::vector<int>{SIGKILL});
 }
 
 TEST(AgentMachineEnd, TheJobsEndDrainsItsWorkersAndEndsAnEmbeddedAgent) {

@@ -81,8 +81,8 @@ TEST(WireVocab, RecordsKeepTheirStrings) {
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("sleeping"), std::string::npos) << st.message();
 
-  AgentCommand c{CommandAction::kHung, "a1-w0", 5};
-  EXPECT_EQ(ToJson(c), R"({"action":"hung","requested_at":5.0,"worker":"a1-w0"})");
+  AgentCommand c{CommandAction::kHung, "a1-w0", 5, "job1"};
+  EXPECT_EQ(ToJson(c), R"({"action":"hung","job_id":"job1","requested_at":5.0,"worker":"a1-w0"})");
   Plan p;
   p.restore.kind = RestoreKind::kMemory;
   EXPECT_NE(ToJson(p).find(R"("kind":"memory")"), std::string::npos);
