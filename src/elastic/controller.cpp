@@ -208,7 +208,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     return record_;
   }
   const RendezvousAddress rendezvous =
-      store_->url().rfind("etcd://", 0) == 0
+      IsEtcdRendezvousUrl(store_->url())
           ? RendezvousAddress::Etcd(store_->url(), keys::Rendezvous(spec_.job_id))
           : RendezvousAddress::File(fmt::format("{}/rendezvous/{}", spec_.run_dir, spec_.job_id));
   settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);

@@ -362,12 +362,15 @@ INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, testing::Values("memory", "etcd"),
 TEST(OpenStoreTest, RejectsBadUrls) {
   for (const std::string url : {"", "xyz", "memory:/", "memory://x", "http://127.0.0.1:2379", "etcd://",
                                 "etcd://host", "etcd://host:", "etcd://:2379", "etcd://host:0",
-                                "etcd://host:65536", "etcd://host:12ab", "etcd://host:-1"}) {
+                                "etcd://host:65536", "etcd://host:12ab", "etcd://host:-1", "etcds://",
+                                "etcds://host", "etcd+tls://host:2379", "https://127.0.0.1:2379"}) {
     auto store = OpenStore(url);
     ASSERT_FALSE(store.ok()) << url;
     EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << url;
     const std::string msg = store.status().message();
-    EXPECT_NE(msg.find("--store '" + url + "': expected memory:// or etcd://HOST:PORT"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--store '" + url + "': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT"),
+              std::string::npos)
+        << msg;
   }
 }
 
