@@ -146,7 +146,7 @@ _launch_etcd() {
       fi
       if "$probe" "$client"; then
         ETCD_PORT=$client
-        ETCD_URL="etcd$([ "$scheme" = https ] && echo s)://127.0.0.1:$client"
+        if [ "$scheme" = https ]; then ETCD_URL="etcds://127.0.0.1:$client"; else ETCD_URL="etcd://127.0.0.1:$client"; fi
         export ETCD_URL ETCD_PORT ETCD_PID
         echo "etcd_lib.sh: etcd $ETCD_URL (pid $ETCD_PID) ready after ~$((i * 100)) ms"
         return 0
