@@ -6,6 +6,9 @@
 #   server.crt server.key    for the head's API and etcd: valid for localhost, 127.0.0.1
 #                            and every NAME_OR_IP given (subjectAltName)
 #   client.crt client.key    a client certificate, CN=elastrain (etcd's user of that name)
+#   etcd-client.crt .key     a client certificate without a Common Name, for etcd with auth
+#                            enabled: its JSON gateway refuses any client certificate that
+#                            has one, so the user comes from --store-user (docs/etcd-tls.md)
 #   other-ca.crt             a CA nobody trusts, for tests that must be refused
 # Keys are created 0600 in a 0700 directory. A production cluster uses its own PKI.
 set -euo pipefail
@@ -28,9 +31,11 @@ done
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days $days \
   -subj "/CN=elastrain test CA" -keyout ca.key -out ca.crt 2>/dev/null
 
-# $1: name; $2: subject CN; $3: extensions
+# $1: name; $2: subject CN, or a whole subject when it starts with "/"; $3: extensions
 issue() {
-  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
+  local subj="/CN=$2"
+  [[ $2 == /* ]] && subj=$2
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$subj" \
     -keyout "$1.key" -out "$1.csr" 2>/dev/null
   printf '%s\n' "$3" > "$1.ext"
   openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days $days \
@@ -40,9 +45,10 @@ issue() {
 issue server "elastrain server" "subjectAltName=$san
 extendedKeyUsage=serverAuth,clientAuth"
 issue client elastrain "extendedKeyUsage=clientAuth"
+issue etcd-client "/O=elastrain" "extendedKeyUsage=clientAuth"
 
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days $days \
   -subj "/CN=untrusted CA" -keyout other-ca.key -out other-ca.crt 2>/dev/null
 rm -f other-ca.key ca.srl
 chmod 600 ./*.key
-echo "make_certs: CA, server ($san) and client (CN=elastrain) certificates in $(pwd)"
+echo "make_certs: CA, server ($san), client (CN=elastrain) and etcd-client (no CN) certificates in $(pwd)"

@@ -1,6 +1,6 @@
 // Cluster mode and job control:
-//   elastrain head --store etcd://HOST:PORT [--host H] [--port P]
-//   elastrain agent --store etcd://HOST:PORT --slots K [--id ID] [--host-name N] [--address IP]
+//   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P]
+//   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] --slots K [--id ID] [--host-name N] [--address IP]
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR] [--token T]
@@ -20,6 +20,7 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/store_args.h"
 #include "common/files.h"
 #include "common/http_status.h"
 #include "common/log.h"
@@ -129,11 +130,13 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain head: the controller of cluster mode, with its HTTP API"};
   std::string store_url, host = "127.0.0.1";
   int port = 8265;
-  app.add_option("--store", store_url, "etcd://HOST:PORT (memory:// for a throwaway head)")->required();
+  app.add_option("--store", store_url, "etcd://HOST:PORT, etcds://HOST:PORT (TLS) or memory:// (a throwaway head)")->required();
+  StoreOptions store_opt;
+  AddStoreOptions(app, &store_opt);
   app.add_option("--host", host, "address the HTTP API listens on");
   app.add_option("--port", port, "port of the HTTP API (0: any free port)");
   if (int rc = ParseArgs(app, "head", args); rc >= 0) return rc;
-  auto store = OpenStore(store_url);
+  auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("head", store.status());
   JobApiServer api(store.value(), /*embedded=*/false);
   auto url = api.Start(host, port);
@@ -161,7 +164,9 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   std::string store_url;
   AgentOptions opt;
   double lease_seconds = kDefaultAgentLeaseTtl.count() / 1000.0;
-  app.add_option("--store", store_url, "etcd://HOST:PORT")->required();
+  app.add_option("--store", store_url, "etcd://HOST:PORT or etcds://HOST:PORT (TLS)")->required();
+  StoreOptions store_opt;
+  AddStoreOptions(app, &store_opt);
   app.add_option("--slots", opt.slots, "worker processes on this host")->required()->check(CLI::Range(1, 4096));
   app.add_option("--id", opt.id, "agent id, unique among live agents (default: <host>-<pid>)");
   app.add_option("--host-name", opt.host, "this host's name for placement and messages (default: hostname)");
@@ -170,8 +175,9 @@ int RunAgentCommand(const std::vector<std::string>& args) {
       ->check(CLI::Range(0.5, 3600.0));
   if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
   opt.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(lease_seconds * 1000));
-  auto store = OpenStore(store_url);
+  auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("agent", store.status());
+  opt.worker_env = StoreCredentialsEnv(store_opt);  // the workers open the rendezvous store too
   Agent agent(store.value(), opt);
   Result<AgentEnd> end = Status::Internal("the agent did not run");
   {

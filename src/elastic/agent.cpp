@@ -143,6 +143,7 @@ void Agent::Impl::Do(const SpawnWorker& a) {
   SpawnSpec spec;
   spec.args = a.launch.args;
   spec.env = a.launch.env;
+  spec.env.insert(opt_.worker_env.begin(), opt_.worker_env.end());
   spec.log_path = a.launch.log_path;
   (void)MakeDirs(a.launch.log_path.substr(0, a.launch.log_path.rfind('/')));
   spec.channel_fd = theirs;

@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -55,6 +56,9 @@ struct AgentOptions {
   int slots = 1;                     // worker processes
   std::chrono::milliseconds lease_ttl = kDefaultAgentLeaseTtl;
   bool exit_when_job_ends = false;   // embedded mode: Run returns once the job is over
+  // Added to every worker's environment (a launch's own entries win): the store's
+  // credentials, ELASTRAIN_ETCD_*, so that workers reach an etcds:// rendezvous.
+  std::map<std::string, std::string> worker_env;
 };
 
 // How Run ended.

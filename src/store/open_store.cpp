@@ -1,6 +1,7 @@
 // OpenStore: the --store URL to a Store. An etcd store is checked at once (one revision
-// read, bounded by the request timeout) so that a wrong address fails at startup with
-// the URL in the message, not later inside the controller or a rendezvous.
+// read, bounded by the request timeout; with a user, the authentication first) so that a
+// wrong address or credential fails at startup with the URL in the message, not later
+// inside the controller or a rendezvous.
 #include <charconv>
 
 #include "common/log.h"
@@ -10,7 +11,7 @@ namespace elastrain {
 
 namespace {
 
-constexpr char kExpected[] = "expected memory:// or etcd://HOST:PORT";
+constexpr char kExpected[] = "expected memory://, etcd://HOST:PORT or etcds://HOST:PORT";
 
 Status BadUrl(const std::string& url, const std::string& why = "") {
   return Status::InvalidArgument("--store '" + url + "': " + kExpected + (why.empty() ? "" : " (" + why + ")"));
@@ -18,11 +19,18 @@ Status BadUrl(const std::string& url, const std::string& why = "") {
 
 }  // namespace
 
-Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& opt) {
-  if (url == "memory://") return MakeMemoryStore();
-  const std::string scheme = "etcd://";
-  if (url.compare(0, scheme.size(), scheme) != 0) return BadUrl(url);
-  std::string hostport = url.substr(scheme.size());
+Result<StoreAddress> ParseStoreUrl(const std::string& url) {
+  StoreAddress a;
+  if (url == "memory://") return a;
+  std::string hostport;
+  for (const auto& [scheme, tls] : {std::pair<std::string, bool>{"etcd://", false}, {"etcds://", true}}) {
+    if (url.compare(0, scheme.size(), scheme) == 0) {
+      a.kind = StoreAddress::Kind::kEtcd;
+      a.tls = tls;
+      hostport = url.substr(scheme.size());
+    }
+  }
+  if (a.kind != StoreAddress::Kind::kEtcd) return BadUrl(url);
   if (!hostport.empty() && hostport.back() == '/') hostport.pop_back();  // "etcd://h:2379/"
   const size_t colon = hostport.rfind(':');
   if (colon == std::string::npos) return BadUrl(url, "the port is missing");
@@ -37,8 +45,15 @@ Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOpti
   if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
       port > 65535)
     return BadUrl(url, "port '" + port_text + "': expected 1..65535");
+  a.host = std::move(host);
+  a.port = port;
+  return a;
+}
 
-  ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, MakeEtcdStore(host, port, opt));
+Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& opt) {
+  ELASTRAIN_ASSIGN_OR_RETURN(StoreAddress a, ParseStoreUrl(url));
+  if (a.kind == StoreAddress::Kind::kMemory) return MakeMemoryStore();
+  ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, MakeEtcdStore(a.host, a.port, opt, a.tls));
   Result<int64_t> revision = store->Revision();
   if (!revision.ok()) return revision.status();
   LOG_DEBUG("store: connected to {} (revision {})", store->url(), *revision);

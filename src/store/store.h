@@ -4,7 +4,11 @@
 //   memory://          in this process (embedded mode: controller and agent are threads
 //                      of `elastrain train`; unit tests);
 //   etcd://HOST:PORT   etcd's v3 JSON gateway over HTTP (cluster mode; head, agents and
-//                      workers on any number of hosts).
+//                      workers on any number of hosts);
+//   etcds://HOST:PORT  the same over HTTPS: the server's certificate is always verified
+//                      (StoreOptions::ca_file, else the system's CAs), a client certificate
+//                      is sent when given, and with StoreOptions::user every request carries
+//                      an etcd auth token (docs/etcd-tls.md).
 // Every call is bounded: the etcd store's HTTP requests by StoreOptions::request_timeout,
 // waits by their own timeout argument. Errors are Status values: Unavailable when the
 // store cannot be reached, DeadlineExceeded for a request past its timeout, NotFound for
@@ -13,6 +17,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,7 +53,37 @@ inline constexpr std::chrono::milliseconds kDefaultStorePollInterval{20};
 struct StoreOptions {
   std::chrono::milliseconds request_timeout = kDefaultStoreRequestTimeout;
   std::chrono::milliseconds poll_interval = kDefaultStorePollInterval;
+  // The key prefix Revision() reads and WaitForChange() watches (an etcd user may be
+  // granted only the prefix its keys live under; elastrain passes keys::kRoot). A
+  // change outside it does not wake WaitForChange. Empty: the whole keyspace.
+  std::string key_scope;
+
+  // Credentials, etcds:// only (refused with etcd://: they would travel in clear).
+  // Files are PEM; the key and password files must be regular files that neither group
+  // nor others can read. The password file's first line is the password; it is read when
+  // the store opens and never logged.
+  std::string ca_file;        // CA bundle that signed etcd's certificate; empty: the system's
+  std::string cert_file;      // client certificate, sent when set (etcd --client-cert-auth)
+  std::string key_file;       // its private key; set both or neither
+  std::string user;           // etcd user (etcd auth enabled); empty: no token is sent
+  std::string password_file;  // that user's password; required with `user`
 };
+
+// The environment variables that carry the credentials above to processes that open the
+// store without flags (the workers an agent spawns inherit them).
+inline constexpr char kEnvEtcdCa[] = "ELASTRAIN_ETCD_CA";
+inline constexpr char kEnvEtcdCert[] = "ELASTRAIN_ETCD_CERT";
+inline constexpr char kEnvEtcdKey[] = "ELASTRAIN_ETCD_KEY";
+inline constexpr char kEnvEtcdUser[] = "ELASTRAIN_ETCD_USER";
+inline constexpr char kEnvEtcdPasswordFile[] = "ELASTRAIN_ETCD_PASSWORD_FILE";
+
+// Fills each credential of `opt` that is still empty from its ELASTRAIN_ETCD_* variable,
+// read through `getenv` (tests pass their own). So a value already set (a flag) wins.
+void FillStoreCredentialsFromEnv(StoreOptions* opt,
+                                 const std::function<const char*(const char*)>& getenv = std::getenv);
+// The ELASTRAIN_ETCD_* variables for `opt`'s non-empty credentials (paths and the user
+// name, never a password), for a child's environment.
+std::map<std::string, std::string> StoreCredentialsEnv(const StoreOptions& opt);
 
 class Store {
  public:
@@ -84,12 +121,28 @@ class Store {
   virtual Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) = 0;
 };
 
-// "memory://" (a fresh, empty in-process store) or "etcd://HOST:PORT" (connects and checks
-// that etcd answers within the request timeout). Errors name the URL and what was expected.
+// "memory://" (a fresh, empty in-process store), "etcd://HOST:PORT" or "etcds://HOST:PORT"
+// (connects, authenticates when opt.user is set, and checks that etcd answers within the
+// request timeout). Errors name the URL and what was expected: a refused certificate, a
+// wrong password, a TLS port spoken to in plain HTTP and the reverse each get a hint.
 Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& opt = {});
 
+// A store URL taken apart; "[::1]" comes back as host "::1".
+struct StoreAddress {
+  enum class Kind { kMemory, kEtcd };
+  Kind kind = Kind::kMemory;
+  bool tls = false;  // etcds://
+  std::string host;
+  int port = 0;
+};
+// InvalidArgument naming the URL and the accepted forms when it is none of them.
+Result<StoreAddress> ParseStoreUrl(const std::string& url);
+
 std::shared_ptr<Store> MakeMemoryStore();
-Result<std::shared_ptr<Store>> MakeEtcdStore(const std::string& host, int port, const StoreOptions& opt = {});
+// Does not contact etcd; `tls` selects HTTPS (etcds://). Checks the credential files of
+// `opt` (present, readable, private) and reads the password.
+Result<std::shared_ptr<Store>> MakeEtcdStore(const std::string& host, int port, const StoreOptions& opt = {},
+                                             bool tls = false);
 
 // Gloo's rendezvous::Store (set / get / wait with timeout) over `store`, every key under
 // `prefix`. get() and wait() poll until the keys exist or the timeout passes, then throw

@@ -165,6 +165,8 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
     ctx.rendezvous_dir = a.rendezvous.dir;
   } else {
     StoreOptions so;
+    so.key_scope = keys::kRoot;
+    FillStoreCredentialsFromEnv(&so);  // the agent hands them on (AgentOptions::worker_env)
     so.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(
         std::min(cfg.collective_timeout * 1000, static_cast<double>(kDefaultStoreRequestTimeout.count()))));
     ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, OpenStore(a.rendezvous.store_url, so));

@@ -70,8 +70,8 @@ Status FromJson(const std::string& t, AgentCommand* v) { return Load(t, "agent c
 Status FromJson(const std::string& t, JobRecord* v) { return Load(t, "job state", v); }
 
 RendezvousAddress RendezvousForJob(const JobSpec& spec, const std::string& store_url) {
-  if (store_url == "memory://") return RendezvousAddress::File(spec.run_dir + "/rendezvous/" + spec.job_id);
-  return RendezvousAddress::Etcd(store_url, keys::Rendezvous(spec.job_id));
+  if (IsEtcdRendezvousUrl(store_url)) return RendezvousAddress::Etcd(store_url, keys::Rendezvous(spec.job_id));
+  return RendezvousAddress::File(spec.run_dir + "/rendezvous/" + spec.job_id);
 }
 
 }  // namespace elastrain

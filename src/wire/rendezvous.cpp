@@ -5,8 +5,13 @@ namespace elastrain {
 namespace {
 constexpr char kFileScheme[] = "file:";
 constexpr char kEtcdScheme[] = "etcd://";
+constexpr char kEtcdTlsScheme[] = "etcds://";
 bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 }  // namespace
+
+bool IsEtcdRendezvousUrl(const std::string& store_url) {
+  return StartsWith(store_url, kEtcdScheme) || StartsWith(store_url, kEtcdTlsScheme);
+}
 
 RendezvousAddress RendezvousAddress::File(std::string dir) {
   RendezvousAddress a;
@@ -25,14 +30,14 @@ RendezvousAddress RendezvousAddress::Etcd(std::string store_url, std::string pre
 
 Result<RendezvousAddress> RendezvousAddress::Parse(const std::string& text) {
   const Status bad = Status::InvalidArgument("rendezvous '" + text.substr(0, 200) +
-                                             "': expected file:<dir> or etcd://host:port/<prefix>");
+                                             "': expected file:<dir> or etcd[s]://host:port/<prefix>");
   if (StartsWith(text, kFileScheme)) {
     std::string dir = text.substr(sizeof(kFileScheme) - 1);
     if (dir.empty()) return bad;
     return File(std::move(dir));
   }
-  if (!StartsWith(text, kEtcdScheme)) return bad;
-  const size_t host_at = sizeof(kEtcdScheme) - 1;
+  if (!IsEtcdRendezvousUrl(text)) return bad;
+  const size_t host_at = text.find("://") + 3;
   const size_t slash = text.find('/', host_at);
   if (text.size() == host_at || slash == host_at) return bad;  // no host
   if (slash == std::string::npos) return Etcd(text, "");

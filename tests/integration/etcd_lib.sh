@@ -3,8 +3,14 @@
 #   start_etcd              # exports ETCD_URL=etcd://127.0.0.1:PORT, ETCD_PORT, ETCD_PID
 #   ... "$BIN" ... --store "$ETCD_URL" ...
 #   stop_etcd               # optional: the EXIT trap stops it too
+# or, over TLS with client certificates and etcd's user/role authentication:
+#   start_etcd_tls CERT_DIR [TOKEN_TTL]
+#                           # CERT_DIR from scripts/make_certs.sh; exports ETCD_URL=etcds://...
+#                           # and ETCD_CERTS, ETCD_USER (elastrain), ETCD_PASSWORD_FILE,
+#                           # ETCD_ROOT_PASSWORD_FILE
 # Call start_etcd directly, not in $(...): ETCD_PID must land in the test's own shell.
-# Needs only bash (readiness is probed over /dev/tcp; curl and etcdctl may be missing).
+# start_etcd needs only bash (readiness is probed over /dev/tcp; curl and etcdctl may be
+# missing); start_etcd_tls needs curl.
 
 ETCD_BIN=${ETCD_BIN:-/usr/bin/etcd}
 ETCD_PID=${ETCD_PID:-}
@@ -37,7 +43,78 @@ _random_port() {
 # start_etcd: a single-member etcd on 127.0.0.1 with its data in $WORK/etcd.data and its
 # log in $WORK/etcd.log; returns once it answers (15 s bound). A port taken between the
 # pick and etcd's bind is retried with fresh ports (5 tries).
-start_etcd() {
+start_etcd() { _launch_etcd http _etcd_answers; }
+
+# _etcd_tls_curl ARGS...: curl to the TLS etcd with the test CA and the CN-less client
+# certificate (etcd's gateway refuses one with a Common Name once auth is on).
+_etcd_tls_curl() {
+  curl -sS --max-time 5 --cacert "$ETCD_CERTS/ca.crt" --cert "$ETCD_CERTS/etcd-client.crt" \
+    --key "$ETCD_CERTS/etcd-client.key" "$@"
+}
+_etcd_tls_answers() {
+  _etcd_tls_curl -o /dev/null -w '%{http_code}' "https://127.0.0.1:$1/v3/kv/range" \
+    -d '{"key":"AA==","count_only":true}' 2>/dev/null | grep -q '^200$'
+}
+# etcd_tls_call PATH JSON [TOKEN]: POSTs JSON (which may hold a password: it goes through
+# stdin, not curl's argv) to the TLS etcd, with TOKEN as its auth token; prints the answer;
+# fails unless it is HTTP 200.
+etcd_tls_call() {
+  local out headers=()
+  [ -z "${3:-}" ] || headers=(-H "Authorization: $3")
+  out=$(printf '%s' "$2" | _etcd_tls_curl -w '\nHTTP %{http_code}' "${headers[@]}" \
+    "https://127.0.0.1:$ETCD_PORT$1" --data-binary @-) || true
+  [[ $out == *$'\nHTTP 200' ]] || { echo "etcd_lib.sh: POST $1: $out" >&2; return 1; }
+  printf '%s\n' "${out%$'\n'HTTP 200}"
+}
+# etcd_tls_token USER PASSWORD_FILE: prints a token for USER.
+etcd_tls_token() {
+  etcd_tls_call /v3/auth/authenticate "{\"name\":\"$1\",\"password\":\"$(cat "$2")\"}" |
+    grep -o '"token":"[^"]*"' | cut -d'"' -f4
+}
+# _etcd_tls_auth PATH JSON: one call of etcd's auth API before auth is enabled.
+_etcd_tls_auth() { etcd_tls_call "$1" "$2" >/dev/null; }
+
+# start_etcd_tls CERT_DIR: as start_etcd, but https only (client and peer), with
+# --client-cert-auth against CERT_DIR/ca.crt, and etcd's authentication enabled with
+# users root (role root) and elastrain (role elastrain: readwrite on the key prefix
+# "elastrain/" and nothing else), each with a random password in a 0600 file under
+# $WORK. TOKEN_TTL (seconds, default etcd's 300) is how long a token lives unused, to
+# exercise re-authentication. (Not an ETCD_* variable: etcd reads those as its flags.)
+start_etcd_tls() {
+  ETCD_CERTS=$(readlink -f "${1:?usage: start_etcd_tls CERT_DIR}")
+  command -v curl >/dev/null || { echo "etcd_lib.sh: start_etcd_tls needs curl" >&2; return 1; }
+  _launch_etcd https _etcd_tls_answers \
+    --cert-file "$ETCD_CERTS/server.crt" --key-file "$ETCD_CERTS/server.key" \
+    --trusted-ca-file "$ETCD_CERTS/ca.crt" --client-cert-auth \
+    --peer-cert-file "$ETCD_CERTS/server.crt" --peer-key-file "$ETCD_CERTS/server.key" \
+    --peer-trusted-ca-file "$ETCD_CERTS/ca.crt" --peer-client-cert-auth \
+    --auth-token simple --auth-token-ttl "${2:-300}" || return 1
+  ETCD_URL="etcds://127.0.0.1:$ETCD_PORT"
+  ETCD_USER=elastrain
+  ETCD_PASSWORD_FILE=$WORK/etcd-elastrain.password
+  ETCD_ROOT_PASSWORD_FILE=$WORK/etcd-root.password
+  (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$ETCD_PASSWORD_FILE"
+   od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$ETCD_ROOT_PASSWORD_FILE")
+  local root_pw el_pw
+  root_pw=$(cat "$ETCD_ROOT_PASSWORD_FILE")
+  el_pw=$(cat "$ETCD_PASSWORD_FILE")
+  # base64("elastrain/") and base64("elastrain0"): the prefix and its range end.
+  _etcd_tls_auth /v3/auth/user/add "{\"name\":\"root\",\"password\":\"$root_pw\"}" &&
+    _etcd_tls_auth /v3/auth/user/grant "{\"user\":\"root\",\"role\":\"root\"}" &&
+    _etcd_tls_auth /v3/auth/user/add "{\"name\":\"elastrain\",\"password\":\"$el_pw\"}" &&
+    _etcd_tls_auth /v3/auth/role/add '{"name":"elastrain"}' &&
+    _etcd_tls_auth /v3/auth/role/grant \
+      '{"name":"elastrain","perm":{"permType":"READWRITE","key":"ZWxhc3RyYWluLw==","range_end":"ZWxhc3RyYWluMA=="}}' &&
+    _etcd_tls_auth /v3/auth/user/grant '{"user":"elastrain","role":"elastrain"}' &&
+    _etcd_tls_auth /v3/auth/enable '{}' || { stop_etcd; return 1; }
+  export ETCD_URL ETCD_CERTS ETCD_USER ETCD_PASSWORD_FILE ETCD_ROOT_PASSWORD_FILE
+  echo "etcd_lib.sh: etcd $ETCD_URL with client-cert-auth and auth enabled (users root, elastrain)"
+}
+
+# _launch_etcd SCHEME PROBE [ETCD_ARGS...]: start_etcd's loop; PROBE PORT says it answers.
+_launch_etcd() {
+  local scheme=$1 probe=$2
+  shift 2
   if [ ! -x "$ETCD_BIN" ]; then
     echo "etcd_lib.sh: etcd is not installed: expected an executable at $ETCD_BIN (Debian: apt-get install etcd-server; or set ETCD_BIN)" >&2
     return 1
@@ -55,10 +132,10 @@ start_etcd() {
     # Short heartbeat and election timeout: a single member elects itself in ~0.1 s, and
     # the minimum lease TTL (1.5 election timeouts, rounded up to seconds) drops from 2 s to 1 s.
     "$ETCD_BIN" --name it --data-dir "$WORK/etcd.data" \
-      --listen-client-urls "http://127.0.0.1:$client" --advertise-client-urls "http://127.0.0.1:$client" \
-      --listen-peer-urls "http://127.0.0.1:$peer" --initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-      --initial-cluster "it=http://127.0.0.1:$peer" \
-      --heartbeat-interval 10 --election-timeout 100 \
+      --listen-client-urls "$scheme://127.0.0.1:$client" --advertise-client-urls "$scheme://127.0.0.1:$client" \
+      --listen-peer-urls "$scheme://127.0.0.1:$peer" --initial-advertise-peer-urls "$scheme://127.0.0.1:$peer" \
+      --initial-cluster "it=$scheme://127.0.0.1:$peer" \
+      --heartbeat-interval 10 --election-timeout 100 "$@" \
       </dev/null >"$WORK/etcd.log" 2>&1 &
     ETCD_PID=$!
     for ((i = 0; i < 150; i++)); do
@@ -67,9 +144,9 @@ start_etcd() {
         ETCD_PID=
         break
       fi
-      if _etcd_answers "$client"; then
+      if "$probe" "$client"; then
         ETCD_PORT=$client
-        ETCD_URL="etcd://127.0.0.1:$client"
+        if [ "$scheme" = https ]; then ETCD_URL="etcds://127.0.0.1:$client"; else ETCD_URL="etcd://127.0.0.1:$client"; fi
         export ETCD_URL ETCD_PORT ETCD_PID
         echo "etcd_lib.sh: etcd $ETCD_URL (pid $ETCD_PID) ready after ~$((i * 100)) ms"
         return 0
@@ -115,3 +192,7 @@ _etcd_on_exit() {
   fi
 }
 trap _etcd_on_exit EXIT
+# A test interrupted or terminated exits through the EXIT trap too (bash skips it on a
+# fatal signal otherwise), so etcd never outlives it.
+trap 'exit 130' INT
+trap 'exit 143' TERM

@@ -1,6 +1,8 @@
-// Store tests: one suite run against the memory store and against a real etcd (started
-// by the fixture from /usr/bin/etcd on loopback; those cases are skipped when etcd is not
-// installed), plus the Gloo adapter, a two-rank rendezvous through it, and OpenStore.
+// Store tests: one suite run against the memory store, a real etcd, and a real etcd over
+// TLS with client certificates and authentication on, as its root user, with tokens that
+// expire after 1 s unused (started by the fixture from /usr/bin/etcd on loopback; those
+// cases are skipped when etcd is not installed), plus the Gloo adapter, a two-rank
+// rendezvous through it, and OpenStore.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gloo/common/error.h>
@@ -43,11 +45,13 @@ using std::chrono::milliseconds;
 class StoreTest : public testing::TestWithParam<std::string> {
  protected:
   static void TearDownTestSuite() {
-    if (etcd_) {
-      etcd_->Stop();
-      etcd_->RemoveDir();
-      delete etcd_;
-      etcd_ = nullptr;
+    for (EtcdServer** server : {&etcd_, &etcds_}) {
+      if (*server) {
+        (*server)->Stop();
+        (*server)->RemoveDir();
+        delete *server;
+        *server = nullptr;
+      }
     }
   }
 
@@ -60,35 +64,49 @@ class StoreTest : public testing::TestWithParam<std::string> {
     }
     if (::access(kEtcdBinary, X_OK) != 0)
       GTEST_SKIP() << kEtcdBinary << " not installed (Debian: apt-get install etcd-server); etcd cases skipped";
-    if (!etcd_ && etcd_error_.empty()) {
-      etcd_ = new EtcdServer;
-      if (!etcd_->Start(&etcd_error_)) {
-        delete etcd_;
-        etcd_ = nullptr;
+    const bool tls = GetParam() == "etcds";
+    EtcdServer*& server = tls ? etcds_ : etcd_;
+    std::string& error = tls ? etcds_error_ : etcd_error_;
+    if (!server && error.empty()) {
+      server = new EtcdServer;
+      if (!(tls ? server->StartTls(SourceDir(), /*token_ttl_seconds=*/1, &error) : server->Start(&error))) {
+        delete server;
+        server = nullptr;
       }
     }
-    ASSERT_NE(etcd_, nullptr) << etcd_error_;
-    auto store = MakeEtcdStore("127.0.0.1", etcd_->port());
+    ASSERT_NE(server, nullptr) << error;
+    if (tls) opt_ = server->ClientOptions("root");  // root: every key, like the plain etcd
+    auto store = MakeEtcdStore("127.0.0.1", server->port(), opt_, tls);
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     store_ = *store;
     // The etcd is shared by every case: each works under its own key prefix.
     ns_ = std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "/";
   }
 
-  bool etcd() const { return GetParam() == "etcd"; }
+  bool etcd() const { return GetParam() != "memory"; }
+  // The source tree, for scripts/make_certs.sh.
+  static std::string SourceDir() {
+    const char* env = std::getenv("ELASTRAIN_SOURCE_DIR");
+    return env ? env : ELASTRAIN_SOURCE_DIR_DEFAULT;
+  }
   std::string K(const std::string& key) const { return ns_ + key; }
   // A lease short enough for a quick test: etcd's minimum (1 s with the fixture's
   // election timeout), a few milliseconds in memory.
   milliseconds ShortTtl() const { return etcd() ? milliseconds(1000) : milliseconds(50); }
 
   std::shared_ptr<Store> store_;
+  StoreOptions opt_;  // what store_ was made with
   std::string ns_;
   static EtcdServer* etcd_;
+  static EtcdServer* etcds_;
   static std::string etcd_error_;
+  static std::string etcds_error_;
 };
 
 EtcdServer* StoreTest::etcd_ = nullptr;
+EtcdServer* StoreTest::etcds_ = nullptr;
 std::string StoreTest::etcd_error_;
+std::string StoreTest::etcds_error_;
 
 #define ASSERT_OK(expr)                                  \
   do {                                                   \
@@ -282,7 +300,7 @@ TEST_P(StoreTest, WaitForChangeReturnsAtTheTimeout) {
 }
 
 TEST_P(StoreTest, OpenStoreByUrl) {
-  auto opened = OpenStore(store_->url());
+  auto opened = OpenStore(store_->url(), opt_);
   ASSERT_TRUE(opened.ok()) << opened.status().ToString();
   EXPECT_EQ((*opened)->url(), store_->url());
 }
@@ -356,18 +374,75 @@ TEST_P(StoreTest, TwoProcessGroupsRendezvousThroughTheGlooStore) {
   EXPECT_FALSE(Must(store_->List(K("gloo/gen/1/all/"))).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, testing::Values("memory", "etcd"),
+// etcds only: a token unused for longer than etcd's --auth-token-ttl (1 s here) is
+// refused, and the store authenticates again, for requests and for watches.
+TEST_P(StoreTest, AnExpiredTokenIsRenewed) {
+  if (GetParam() != "etcds") GTEST_SKIP() << "etcds only";
+  const int64_t rev = Must(store_->Put(K("k"), "1"));
+  std::this_thread::sleep_for(milliseconds(2500));  // etcd checks token expiry each second
+  auto kv = Must(store_->Get(K("k")));
+  ASSERT_TRUE(kv.has_value());
+  EXPECT_EQ(kv->value, "1");
+  std::this_thread::sleep_for(milliseconds(2500));
+  std::thread writer([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    EXPECT_TRUE(store_->Put(K("k"), "2").ok());
+  });
+  EXPECT_GT(Must(store_->WaitForChange(rev, milliseconds(kHangGuardMs))), rev);
+  writer.join();
+}
+
+// etcds only: the user elastrain, whose role may read and write "elastrain/" and nothing
+// else, can do everything the controller, agents and workers do there once the store's
+// scope is that prefix; outside it, etcd refuses and the error says what role is needed.
+TEST_P(StoreTest, ARoleLimitedToThePrefixIsEnoughWithinIt) {
+  if (GetParam() != "etcds") GTEST_SKIP() << "etcds only";
+  StoreOptions opt = etcds_->ClientOptions("elastrain");
+  opt.key_scope = "elastrain/";
+  auto opened = OpenStore(store_->url(), opt);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& s = **opened;
+  const std::string k = "elastrain/" + ns_;
+  const int64_t rev = Must(s.Revision());
+  EXPECT_TRUE(Must(s.CompareAndSwap(k + "head", 0, "me")));
+  const LeaseId lease = Must(s.GrantLease(milliseconds(5000)));
+  Must(s.Put(k + "agent", "a", lease));
+  ASSERT_OK(s.KeepAlive(lease));
+  EXPECT_EQ(Must(s.List(k)).size(), 2u);
+  ASSERT_OK(s.RevokeLease(lease));
+  ASSERT_OK(s.DeletePrefix(k));
+  EXPECT_GT(Must(s.WaitForChange(rev, milliseconds(kHangGuardMs))), rev);
+  auto gloo = MakeGlooStore(*opened, k + "rdzv");
+  gloo->set("addr", {'x'});
+  EXPECT_EQ(gloo->get("addr"), std::vector<char>{'x'});
+
+  const auto outside = s.Put(ns_ + "outside", "v");
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(outside.status().message().find("permission denied"), std::string::npos) << outside.status().ToString();
+  EXPECT_NE(outside.status().message().find("needs a role with readwrite on the prefix 'elastrain/'"),
+            std::string::npos)
+      << outside.status().ToString();
+  // Without a scope, the revision read covers the whole keyspace: refused for this role.
+  opt.key_scope.clear();
+  EXPECT_FALSE(OpenStore(store_->url(), opt).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreTest, testing::Values("memory", "etcd", "etcds"),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(OpenStoreTest, RejectsBadUrls) {
   for (const std::string url : {"", "xyz", "memory:/", "memory://x", "http://127.0.0.1:2379", "etcd://",
                                 "etcd://host", "etcd://host:", "etcd://:2379", "etcd://host:0",
-                                "etcd://host:65536", "etcd://host:12ab", "etcd://host:-1"}) {
+                                "etcd://host:65536", "etcd://host:12ab", "etcd://host:-1", "etcds://",
+                                "etcds://host", "etcd+tls://host:2379", "https://127.0.0.1:2379"}) {
     auto store = OpenStore(url);
     ASSERT_FALSE(store.ok()) << url;
     EXPECT_EQ(store.status().code(), StatusCode::kInvalidArgument) << url;
     const std::string msg = store.status().message();
-    EXPECT_NE(msg.find("--store '" + url + "': expected memory:// or etcd://HOST:PORT"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("--store '" + url + "': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT"),
+              std::string::npos)
+        << msg;
   }
 }
 

@@ -1,6 +1,7 @@
 // etcd for unit tests: EtcdServer starts one on free loopback ports (the fixture of
 // store_test.cpp; any suite that needs a real etcd uses the same), skipped by the caller
-// when kEtcdBinary is not installed.
+// when kEtcdBinary is not installed. StartTls starts one that serves only HTTPS, demands
+// client certificates and has etcd's authentication on (docs/etcd-tls.md).
 #pragma once
 
 #include <arpa/inet.h>
@@ -12,7 +13,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -61,21 +65,45 @@ class EtcdServer {
   // Starts etcd on free loopback ports (3 tries) and waits until it answers (15 s).
   bool Start(std::string* error) {
     dir_ = FreshDir("etcd");
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      const int client = FreePort();
-      const int peer = FreePort();
-      if (client == 0 || peer == 0 || client == peer) continue;
-      const std::string log = dir_ + "/etcd" + std::to_string(attempt) + ".log";
-      if (Spawn(client, peer, dir_ + "/data" + std::to_string(attempt), log) && AwaitReady(client)) {
-        port_ = client;
-        return true;
-      }
-      *error = "etcd (attempt " + std::to_string(attempt + 1) + ", client port " + std::to_string(client) +
-               ") did not answer within 15 s; its log ends:\n" + Tail(log);
-      Stop();
-    }
-    return false;
+    return Launch(error);
   }
+
+  // As Start, over TLS: certificates from `source_dir`/scripts/make_certs.sh (needs bash
+  // and openssl), https only, --client-cert-auth, and authentication enabled with users
+  // root (role root) and elastrain (role elastrain: readwrite on the prefix "elastrain/").
+  // A token lives `token_ttl_seconds` unused.
+  bool StartTls(const std::string& source_dir, int token_ttl_seconds, std::string* error) {
+    dir_ = FreshDir("etcds");
+    tls_ = true;
+    token_ttl_seconds_ = token_ttl_seconds;
+    const std::string script = source_dir + "/scripts/make_certs.sh";
+    if (std::system(("bash '" + script + "' '" + certs() + "' >'" + dir_ + "/certs.log' 2>&1").c_str()) != 0) {
+      *error = script + " failed: " + Tail(dir_ + "/certs.log");
+      return false;
+    }
+    for (const auto& [user, password] : {std::pair<std::string, std::string>{"root", "root-password"},
+                                         {"elastrain", "elastrain-password"}}) {
+      std::ofstream(PasswordFile(user)) << password << "\n";
+      std::filesystem::permissions(PasswordFile(user), std::filesystem::perms::owner_read |
+                                                           std::filesystem::perms::owner_write);
+    }
+    return Launch(error) && EnableAuth(error);
+  }
+
+  // What a client of the TLS etcd passes: the CA, the CN-less client certificate and,
+  // unless `user` is empty, that user and its password file.
+  StoreOptions ClientOptions(const std::string& user) const {
+    StoreOptions opt;
+    opt.ca_file = certs() + "/ca.crt";
+    opt.cert_file = certs() + "/etcd-client.crt";
+    opt.key_file = certs() + "/etcd-client.key";
+    opt.user = user;
+    if (!user.empty()) opt.password_file = PasswordFile(user);
+    return opt;
+  }
+  std::string certs() const { return dir_ + "/certs"; }
+  std::string PasswordFile(const std::string& user) const { return dir_ + "/" + user + ".password"; }
+  bool tls() const { return tls_; }
 
   void Stop() {
     if (pid_ <= 0) return;
@@ -101,9 +129,55 @@ class EtcdServer {
   int port() const { return port_; }
 
  private:
+  bool Launch(std::string* error) {
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const int client = FreePort();
+      const int peer = FreePort();
+      if (client == 0 || peer == 0 || client == peer) continue;
+      const std::string log = dir_ + "/etcd" + std::to_string(attempt) + ".log";
+      if (Spawn(client, peer, dir_ + "/data" + std::to_string(attempt), log) && AwaitReady(client)) {
+        port_ = client;
+        return true;
+      }
+      *error = "etcd (attempt " + std::to_string(attempt + 1) + ", client port " + std::to_string(client) +
+               ") did not answer within 15 s; its log ends:\n" + Tail(log);
+      Stop();
+    }
+    return false;
+  }
+
+  // The auth set-up of StartTls, through the JSON gateway before auth is on.
+  bool EnableAuth(std::string* error) {
+    httplib::Client cli("https://127.0.0.1:" + std::to_string(port_), certs() + "/etcd-client.crt",
+                        certs() + "/etcd-client.key");
+    cli.enable_server_certificate_verification(true);
+    cli.set_ca_cert_path(certs() + "/ca.crt");
+    cli.set_read_timeout(std::chrono::seconds(10));
+    // base64("elastrain/") and base64("elastrain0"): the prefix and its range end.
+    const std::vector<std::pair<std::string, std::string>> calls = {
+        {"/v3/auth/user/add", R"({"name":"root","password":"root-password"})"},
+        {"/v3/auth/user/grant", R"({"user":"root","role":"root"})"},
+        {"/v3/auth/user/add", R"({"name":"elastrain","password":"elastrain-password"})"},
+        {"/v3/auth/role/add", R"({"name":"elastrain"})"},
+        {"/v3/auth/role/grant",
+         R"({"name":"elastrain","perm":{"permType":"READWRITE","key":"ZWxhc3RyYWluLw==","range_end":"ZWxhc3RyYWluMA=="}})"},
+        {"/v3/auth/user/grant", R"({"user":"elastrain","role":"elastrain"})"},
+        {"/v3/auth/enable", "{}"}};
+    for (const auto& [path, body] : calls) {
+      auto res = cli.Post(path.c_str(), body, "application/json");
+      if (!res || res->status != 200) {
+        *error = "etcd auth set-up: POST " + path + ": " +
+                 (res ? std::to_string(res->status) + " " + res->body : httplib::to_string(res.error()));
+        return false;
+      }
+    }
+    return true;
+  }
+
   bool Spawn(int client, int peer, const std::string& data_dir, const std::string& log) {
-    const std::string curl = "http://127.0.0.1:" + std::to_string(client);
-    const std::string purl = "http://127.0.0.1:" + std::to_string(peer);
+    const std::string scheme = tls_ ? "https" : "http";
+    const std::string curl = scheme + "://127.0.0.1:" + std::to_string(client);
+    const std::string purl = scheme + "://127.0.0.1:" + std::to_string(peer);
     // Short heartbeat and election timeout: a single member elects itself in ~0.1 s, and
     // etcd's minimum lease TTL (1.5 election timeouts, rounded up) drops to 1 s.
     std::vector<std::string> args = {kEtcdBinary, "--name", "t", "--data-dir", data_dir,
@@ -111,6 +185,15 @@ class EtcdServer {
                                      "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
                                      "--initial-cluster", "t=" + purl, "--heartbeat-interval", "10",
                                      "--election-timeout", "100"};
+    if (tls_) {
+      const std::string c = certs();
+      for (const std::string& a : std::vector<std::string>{"--cert-file", c + "/server.crt", "--key-file", c + "/server.key", "--trusted-ca-file",
+                            c + "/ca.crt", "--client-cert-auth", "--peer-cert-file", c + "/server.crt",
+                            "--peer-key-file", c + "/server.key", "--peer-trusted-ca-file", c + "/ca.crt",
+                            "--peer-client-cert-auth", "--auth-token", "simple", "--auth-token-ttl",
+                            std::to_string(token_ttl_seconds_)})
+        args.push_back(a);
+    }
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -131,9 +214,9 @@ class EtcdServer {
   }
 
   bool AwaitReady(int client) {
-    StoreOptions opt;
+    StoreOptions opt = tls_ ? ClientOptions("") : StoreOptions();  // auth is not on yet
     opt.request_timeout = std::chrono::milliseconds(500);
-    auto store = MakeEtcdStore("127.0.0.1", client, opt);
+    auto store = MakeEtcdStore("127.0.0.1", client, opt, tls_);
     if (!store.ok()) return false;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);  // a loaded machine is slow
     while (std::chrono::steady_clock::now() < deadline) {
@@ -151,6 +234,8 @@ class EtcdServer {
   std::string dir_;
   pid_t pid_ = -1;
   int port_ = 0;
+  bool tls_ = false;
+  int token_ttl_seconds_ = 300;
 };
 
 }  // namespace elastrain

@@ -23,11 +23,31 @@ TEST(Rendezvous, ParsesBothKindsAndPrintsThemBack) {
   EXPECT_EQ(RendezvousAddress::Parse("etcd://h:1")->prefix, "");
 }
 
+TEST(Rendezvous, EtcdOverTlsKeepsItsScheme) {
+  auto e = RendezvousAddress::Parse("etcds://etcd.example:2379/elastrain/rdzv/j1");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->kind, RendezvousAddress::Kind::kEtcd);
+  EXPECT_EQ(e->store_url, "etcds://etcd.example:2379");
+  EXPECT_EQ(e->prefix, "elastrain/rdzv/j1");
+  EXPECT_EQ(e->ToString(), "etcds://etcd.example:2379/elastrain/rdzv/j1");
+  EXPECT_FALSE(RendezvousAddress::Parse("etcds:///x").ok());
+  EXPECT_FALSE(RendezvousAddress::Parse("etcds://").ok());
+  EXPECT_TRUE(IsEtcdRendezvousUrl("etcd://h:1"));
+  EXPECT_TRUE(IsEtcdRendezvousUrl("etcds://h:1"));
+  EXPECT_FALSE(IsEtcdRendezvousUrl("memory://"));
+}
+
+// The store scopes its revision reads and watches to elastrain's keys, which an etcd
+// role may be limited to; the CLI and the worker pass keys::kRoot as that scope.
+TEST(Rendezvous, RendezvousKeysLieUnderTheStoreScope) {
+  EXPECT_EQ(keys::Rendezvous("j1").rfind(keys::kRoot, 0), 0u);
+}
+
 TEST(Rendezvous, RefusesWhatIsNotAnAddress) {
   for (const char* bad : {"", "file:", "etcd://", "etcd:///prefix", "http://h:1/x", "FILE:/x", "/tmp/dir"}) {
     auto r = RendezvousAddress::Parse(bad);
     ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_NE(r.status().message().find("expected file:<dir> or etcd://host:port/<prefix>"), std::string::npos);
+    EXPECT_NE(r.status().message().find("expected file:<dir> or etcd[s]://host:port/<prefix>"), std::string::npos);
   }
   // A huge value is named, not echoed whole.
   auto r = RendezvousAddress::Parse(std::string(100000, 'x'));
