@@ -10,7 +10,6 @@
 #include "common/clock.h"
 #include "config/derived.h"
 #include "jobctl/cluster_view.h"
-#include "jobctl/run_token.h"
 #include "wire/job_state.h"
 
 namespace elastrain {
@@ -40,8 +39,6 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   spec.run_dir = (fs::path(cfg.base_output_directory) / cfg.run_name).string();
   spec.config_yaml = ConfigToYaml(cfg);
   spec.submitted_at = WallSeconds();
-  // The bearer token of the control API's POSTs (monitor/run_token.h).
-  ELASTRAIN_RETURN_IF_ERROR(EnsureRunToken(spec.run_dir).status());
   for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
     ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
   ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));
