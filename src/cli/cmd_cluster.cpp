@@ -134,7 +134,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (!url.ok()) return FailCommand("head", url.status());
   // The CLI sends this token only to the URL recorded beside it (cli/api_client.h).
   const std::string url_file = UrlFileBeside(token_file);
-  if (Status st = WriteFileAtomic(url_file, url.value() + "\n"); !st.ok()) return FailCommand("head", st);
+  if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
   std::printf("elastrain head: API at %s, store %s, token %s (URL recorded in %s)\n", url->c_str(), store_url.c_str(),
               token_file.c_str(), url_file.c_str());
   std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
@@ -154,8 +154,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   api.Stop();
   // A URL nothing answers any more must not receive the token (unless another head
   // has recorded its own since).
-  if (auto recorded = ReadFile(url_file); recorded.ok() && recorded.value() == url.value() + "\n")
-    std::remove(url_file.c_str());
+  RemoveUrlFile(url_file, url.value());
   return kExitSuccess;
 }
 

@@ -98,7 +98,7 @@ int RunElastic(const TrainConfig& cfg) {
   if (!url.ok() && url.status().code() != StatusCode::kUnavailable) return Fail(url.status());  // TLS files
   const std::string url_file = spec->run_dir + "/" + kHeadUrlFileName;
   if (url.ok()) {
-    (void)WriteFileAtomic(url_file, url.value() + "\n");
+    if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) LOG_WARN("{}", st.message());
     LOG_INFO("job API at {} (elastrain status --run-dir {})", url.value(), spec->run_dir);
     // The token goes to the terminal only, never into a log file.
     std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
@@ -127,10 +127,7 @@ int RunElastic(const TrainConfig& cfg) {
   controller.join();
   api.Stop();
   // A URL nothing answers any more must not receive the run's token from the CLI.
-  if (url.ok()) {
-    auto recorded = ReadFile(url_file);
-    if (recorded.ok() && recorded.value() == url.value() + "\n") std::remove(url_file.c_str());
-  }
+  if (url.ok()) RemoveUrlFile(url_file, url.value());
   if (!end.ok()) return Fail(end.status());
   const bool succeeded = record.ok() && record->state == JobState::kSucceeded;  // a notice may come after the end
   if (end.value() == AgentEnd::kPreempted && !succeeded) {

@@ -180,6 +180,18 @@ std::string UrlFileBeside(const std::string& token_path) {
   return (fs::path(token_path).parent_path() / kHeadUrlFileName).string();
 }
 
+Status WriteUrlFile(const std::string& path, const std::string& url) {
+  ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(path, url + "\n"));
+  if (chmod(path.c_str(), 0644) != 0)
+    return Status::IOError(fmt::format("cannot chmod the API URL file {}: {}", path, std::strerror(errno)));
+  return Status::OK();
+}
+
+void RemoveUrlFile(const std::string& path, const std::string& url) {
+  auto recorded = ReadFile(path);
+  if (recorded.ok() && recorded.value() == url + "\n") unlink(path.c_str());
+}
+
 Result<std::string> ReadUrlFile(const std::string& path) {
   // Whoever can write this file chooses where the token goes: it must be ours and
   // writable by us only, and not a link.

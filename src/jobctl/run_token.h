@@ -52,8 +52,14 @@ Result<std::string> EnsureHeadToken(const std::string& path);
 // The file that records the API URL a token belongs to: `head_url` in the token file's
 // directory.
 std::string UrlFileBeside(const std::string& token_path);
-// The URL recorded in `path` (one line); NotFound naming the file when there is none.
+// Records `url` in `path` (atomically, mode 0644 whatever the umask: ReadUrlFile refuses
+// a file others may write).
+Status WriteUrlFile(const std::string& path, const std::string& url);
+// The URL recorded in `path` (one line); NotFound naming the file when there is none,
+// InvalidArgument when it is a link, not ours, or writable by group or others.
 Result<std::string> ReadUrlFile(const std::string& path);
+// Removes `path` if it still records `url` (a server on its way out).
+void RemoveUrlFile(const std::string& path, const std::string& url);
 
 // `authorization` is the request's Authorization header ("Bearer <token>"); compared in
 // constant time (for a given length). False for an empty token.

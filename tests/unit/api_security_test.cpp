@@ -153,6 +153,30 @@ TEST(TokenFile, HeadTokenDirectoryIsCreated0700) {
   EXPECT_EQ(EnsureHeadToken(path).value(), t.value());
 }
 
+TEST(UrlFile, WrittenReadableAndRefusedWhenOthersMayWriteIt) {
+  const std::string dir = FreshDir("url_file");
+  const std::string path = dir + "/head_url";
+  const mode_t old_umask = umask(0002);
+  ASSERT_TRUE(WriteUrlFile(path, "http://127.0.0.1:8265").ok());
+  umask(old_umask);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0644);
+  EXPECT_EQ(ReadUrlFile(path).value(), "http://127.0.0.1:8265");
+  ASSERT_EQ(chmod(path.c_str(), 0664), 0);
+  auto group = ReadUrlFile(path);
+  ASSERT_FALSE(group.ok());
+  EXPECT_EQ(group.status().code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ASSERT_EQ(symlink(path.c_str(), (dir + "/link").c_str()), 0);
+  EXPECT_FALSE(ReadUrlFile(dir + "/link").ok());
+  EXPECT_EQ(ReadUrlFile(dir + "/none").status().code(), StatusCode::kNotFound);
+  RemoveUrlFile(path, "http://127.0.0.1:9999");  // another server's: kept
+  EXPECT_TRUE(FileExists(path));
+  RemoveUrlFile(path, "http://127.0.0.1:8265");
+  EXPECT_FALSE(FileExists(path));
+}
+
 TEST(Bearer, MatchesOnlyTheExactToken) {
   EXPECT_TRUE(BearerMatches("Bearer abc123", "abc123"));
   EXPECT_FALSE(BearerMatches("Bearer abc124", "abc123"));
