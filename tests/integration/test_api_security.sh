@@ -10,8 +10,8 @@
 #  - the CLI sends a token only to the URL recorded beside it: a --head elsewhere is
 #    refused before anything is sent (a capturing fake server sees no request);
 #    --token on the command line is refused;
-#  - HTTPS (scripts/make_certs.sh): status with --ca-cert works, without the CA it fails
-#    with a certificate error, plain http to it fails.
+#  - HTTPS (scripts/make_certs.sh), a head and an embedded run: status with --ca-cert
+#    works, without the CA it fails with a certificate error, plain http to it fails.
 source "$(dirname "$0")/lib.sh"
 export HOME="$WORK/home"  # the default token and head_url live here, not in the user's home
 unset ELASTRAIN_TOKEN ELASTRAIN_CA_CERT
@@ -177,5 +177,24 @@ expect_error "plain http to the HTTPS head" "cannot reach the head at http://" -
   status --head "http://${TLS#https://}" --token-file "$WORK/tls/head_token"
 expect_code "curl over HTTPS with the CA and token" 200 --cacert "$WORK/certs/ca.crt" -H "Authorization: Bearer $(cat "$WORK/tls/head_token")" "$TLS/api/v1/job"
 expect_code "curl over HTTPS without a token" 401 --cacert "$WORK/certs/ca.crt" "$TLS/api/v1/job"
+
+# An embedded run over HTTPS (dashboard_tls_cert/key): --run-dir finds https:// in head_url.
+run="$WORK/runs/tlsrun"
+"$BIN" train model_name=tiny num_workers=2 threads_per_worker=1 steps=100000 log_period=1 checkpoint_period=1000 \
+  base_output_directory="$WORK/runs" run_name=tlsrun dashboard_port=0 \
+  dashboard_tls_cert="$WORK/certs/server.crt" dashboard_tls_key="$WORK/certs/server.key" >"$WORK/tlsrun.out" 2>&1 &
+TLSRUN=$!
+bg_track $TLSRUN
+wait_step "$run" 1 120 || fail "the HTTPS run did not start: $(tail -3 "$WORK/tlsrun.out")"
+grep -q '^https://127.0.0.1:' "$run/head_url" && pass "an embedded run with dashboard_tls_cert records $(cat "$run/head_url")" \
+  || fail "head_url of the HTTPS run: $(cat "$run/head_url")"
+out=$("$BIN" status --run-dir "$run" --ca-cert "$WORK/certs/ca.crt" 2>&1) && pass "status --run-dir over HTTPS: $(head -1 <<<"$out")" \
+  || fail "status --run-dir over HTTPS: $out"
+expect_error "status --run-dir over HTTPS without the CA" "did not verify" -- status --run-dir "$run"
+out=$("$BIN" stop --run-dir "$run" --ca-cert "$WORK/certs/ca.crt" 2>&1) && pass "stop --run-dir over HTTPS" || fail "stop: $out"
+rc=0
+wait $TLSRUN || rc=$?
+[ "$rc" -eq 4 ] && [ ! -e "$run/head_url" ] && pass "the HTTPS run stopped (exit 4) and removed its head_url" \
+  || fail "the HTTPS run: exit $rc, head_url $(cat "$run/head_url" 2>&1)"
 
 finish
