@@ -1,13 +1,15 @@
 // Cluster mode and job control:
-//   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P]
+//   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P] [--token-file F]
+//                  [--tls-cert C --tls-key K] [--metrics-without-token] [--allowed-host N]
 //   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] --slots K [--id ID] [--host-name N] [--address IP]
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
-//   elastrain stop   [--head URL | --run-dir DIR] [--token T]
+//   elastrain stop   [--head URL | --run-dir DIR]
 //   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
+// (each job command also takes --token-file PATH and --ca-cert PATH)
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
-// `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url.
-#include <httplib.h>
+// `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url;
+// which URL and token they use: cli/api_client.h.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
@@ -18,11 +20,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/api_client.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/store_args.h"
 #include "common/files.h"
-#include "common/http_status.h"
 #include "common/log.h"
 #include "common/signals.h"
 #include "elastic/agent.h"
@@ -39,65 +41,41 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kDefaultHead[] = "http://127.0.0.1:8265";
-constexpr int kHttpTimeoutSeconds = 10;
 
 std::atomic<bool> g_stop{false};
 
 
-// --head URL, or the URL the run at --run-dir wrote, or the default.
-Result<std::string> HeadUrl(const std::string& head, const std::string& run_dir) {
-  if (!head.empty()) return head;
-  if (run_dir.empty()) return std::string(kDefaultHead);
-  auto text = ReadFile(run_dir + "/head_url");
-  if (!text.ok())
-    return Status::NotFound(fmt::format("--run-dir {}: no head_url there (is the job running? expected {}/head_url)",
-                                        run_dir, run_dir));
-  std::string url = text.value();
-  while (!url.empty() && (url.back() == '\n' || url.back() == ' ')) url.pop_back();
-  return url;
-}
-
-// One request to the head; the JSON answer, or the error it names.
-Result<nlohmann::json> Call(const std::string& url, const std::string& method, const std::string& path,
-                            const nlohmann::json& body = nlohmann::json::object(), const std::string& token = "") {
-  httplib::Client cli(url);
-  cli.set_connection_timeout(kHttpTimeoutSeconds);
-  cli.set_read_timeout(kHttpTimeoutSeconds);
-  if (!token.empty()) cli.set_bearer_token_auth(token);
-  auto res = method == "GET" ? cli.Get(path) : cli.Post(path, body.dump(), "application/json");
-  if (!res)
-    return Status::Unavailable(fmt::format("cannot reach the head at {} ({}); is `elastrain head` or "
-                                           "`elastrain train` running? (--head URL, --run-dir DIR)",
-                                           url, httplib::to_string(res.error())));
-  auto j = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != kHttpOk) {
-    std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
-    if (res->status == kHttpUnauthorized) msg += " (--token, ELASTRAIN_TOKEN or --run-dir)";
-    const Status st = StatusFromHttp(res->status, msg);
-    if (st.code() != StatusCode::kInternal) return st;
-    return Status::Internal(fmt::format("{} {}{}: {}", method, url, path, st.message()));  // "HTTP 500: ..."
+// The options every job command takes to reach the API (cli/api_client.h).
+struct ApiFlags {
+  std::string head, run_dir, token_file, ca_cert;
+  void Add(CLI::App& app) {
+    app.add_option("--head", head, "the head's URL (default: the one recorded in ~/.elastrain/head_url)");
+    app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train` (its head_url and token)");
+    app.add_option("--token-file", token_file,
+                   "a file holding the API token, for --head (default: $ELASTRAIN_TOKEN, or ~/.elastrain/head_token "
+                   "for the head recorded beside it)");
+    app.add_option("--ca-cert", ca_cert, "PEM CA certificate that signed an https head's certificate "
+                                         "(default: $ELASTRAIN_CA_CERT, else the system's CAs)");
   }
-  if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
-  return j;
-}
+  Result<ApiTarget> Target() const {
+    ApiTargetArgs a;
+    a.head = head;
+    a.run_dir = run_dir;
+    a.token_file = token_file;
+    if (const char* env = std::getenv("ELASTRAIN_TOKEN"); env) a.env_token = env;
+    a.default_token_file = DefaultHeadTokenPath();
+    return ResolveApiTarget(a);
+  }
+};
 
-// The control API's bearer token (monitor/run_token.h): --token, else $ELASTRAIN_TOKEN,
-// else <run-dir>/token, else the token file of the run the head names, when this
-// machine can read it.
-Result<std::string> ApiToken(const std::string& url, const std::string& token, const std::string& run_dir) {
-  if (!token.empty()) return token;
-  if (const char* env = std::getenv("ELASTRAIN_TOKEN"); env && *env) return std::string(env);
-  if (!run_dir.empty()) return ReadRunToken(run_dir);
-  auto st = Call(url, "GET", "/api/v1/job");
-  if (!st.ok()) return st.status();
-  const std::string dir = st->value("run_dir", "");
-  auto t = ReadRunToken(dir);
-  if (!t.ok())
-    return Status::NotFound(fmt::format("{}; pass --token TOKEN or set ELASTRAIN_TOKEN (the token is in {}/{} on "
-                                        "the head's machine)",
-                                        t.status().message(), dir, kTokenFileName));
-  return t;
+// `--token T` is gone: argv is readable by every user of the machine (ps, /proc).
+Status RefuseTokenArgument(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--token" || a.rfind("--token=", 0) == 0)
+      return Status::InvalidArgument("--token is not accepted (a command line is visible to every user in ps); put "
+                                     "the token in a file of mode 0600 and pass --token-file PATH, or set "
+                                     "ELASTRAIN_TOKEN; with --run-dir the run's own token is used");
+  return Status::OK();
 }
 
 void PrintStatus(const nlohmann::json& j) {
@@ -128,20 +106,41 @@ void PrintStatus(const nlohmann::json& j) {
 
 int RunHeadCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain head: the controller of cluster mode, with its HTTP API"};
-  std::string store_url, host = "127.0.0.1";
+  std::string store_url, host = "127.0.0.1", token_file = DefaultHeadTokenPath();
   int port = 8265;
+  JobApiOptions api_options;
   app.add_option("--store", store_url, "etcd://HOST:PORT, etcds://HOST:PORT (TLS) or memory:// (a throwaway head)")->required();
   StoreOptions store_opt;
   AddStoreOptions(app, &store_opt);
   app.add_option("--host", host, "address the HTTP API listens on");
   app.add_option("--port", port, "port of the HTTP API (0: any free port)");
+  app.add_option("--token-file", token_file,
+                 "the API's bearer token: created (mode 0600) when missing; its URL is written beside it as head_url")
+      ->capture_default_str();
+  app.add_option("--tls-cert", api_options.tls_cert, "PEM certificate: serve the API over HTTPS (with --tls-key)");
+  app.add_option("--tls-key", api_options.tls_key, "PEM private key of --tls-cert");
+  app.add_flag("--metrics-without-token", api_options.metrics_without_token,
+               "serve /metrics without the token (to a Prometheus without one)");
+  app.add_option("--allowed-host", api_options.allowed_hosts,
+                 "a Host name the API answers besides --host (e.g. a proxy's name; repeatable)");
   if (int rc = ParseArgs(app, "head", args); rc >= 0) return rc;
+  if (api_options.tls_cert.empty() != api_options.tls_key.empty())
+    return FailCommand("head", Status::InvalidArgument("--tls-cert and --tls-key go together"));
+  auto token = EnsureHeadToken(token_file);
+  if (!token.ok()) return FailCommand("head", token.status());
   auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("head", store.status());
-  JobApiServer api(store.value(), /*embedded=*/false);
+  api_options.token = token.value();
+  api_options.token_file = token_file;
+  JobApiServer api(store.value(), api_options);
   auto url = api.Start(host, port);
   if (!url.ok()) return FailCommand("head", url.status());
-  std::printf("elastrain head: API at %s, store %s\n", url->c_str(), store_url.c_str());
+  // The CLI sends this token only to the URL recorded beside it (cli/api_client.h).
+  const std::string url_file = UrlFileBeside(token_file);
+  if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
+  std::printf("elastrain head: API at %s, store %s, token %s (URL recorded in %s)\n", url->c_str(), store_url.c_str(),
+              token_file.c_str(), url_file.c_str());
+  std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
   std::fflush(stdout);
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
   Controller controller(store.value());
@@ -156,6 +155,9 @@ int RunHeadCommand(const std::vector<std::string>& args) {
     LOG_INFO("job {} ended: {}: {}", rec->job_id, JobStateName(rec->state), rec->reason);
   }
   api.Stop();
+  // A URL nothing answers any more must not receive the token (unless another head
+  // has recorded its own since).
+  RemoveUrlFile(url_file, url.value());
   return kExitSuccess;
 }
 
@@ -190,21 +192,27 @@ int RunAgentCommand(const std::vector<std::string>& args) {
 
 int RunSubmitCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain submit: submit a training job to a head"};
-  std::string head;
+  ApiFlags api;
   bool wait = false;
   std::vector<std::string> config_args;
-  app.add_option("--head", head, std::string("the head's URL (default ") + kDefaultHead + ")");
+  if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("submit", st);
+  api.Add(app);
   app.add_flag("--wait", wait, "wait for the job to end; exit with its outcome (0, 1, or 4 if stopped)");
   AddConfigArgs(app, &config_args);
   if (int rc = ParseArgs(app, "submit", args); rc >= 0) return rc;
+  if (!api.run_dir.empty())
+    return FailCommand("submit", Status::InvalidArgument("--run-dir: an embedded `elastrain train` takes no jobs; "
+                                                         "submit to an `elastrain head` (--head URL)"));
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());
+  auto target = api.Target();
+  if (!target.ok()) return FailCommand("submit", target.status());
+  const std::string ca = CaCertFrom(api.ca_cert);
   // Paths are the submitter's: make them absolute for the agents (a shared filesystem).
   std::error_code ec;
   for (std::string* p : {&cfg->base_output_directory, &cfg->dataset_path, &cfg->tokenizer_path})
     if (!p->empty()) *p = fs::absolute(*p, ec).lexically_normal().string();
-  const std::string url = head.empty() ? kDefaultHead : head;
-  auto res = Call(url, "POST", "/api/v1/jobs", {{"config_yaml", ConfigToYaml(cfg.value())}});
+  auto res = CallApi(target.value(), ca, "POST", "/api/v1/jobs", {{"config_yaml", ConfigToYaml(cfg.value())}});
   if (!res.ok()) return FailCommand("submit", res.status());
   std::printf("submitted job %s (run directory %s)\n", res->value("job_id", "").c_str(),
               res->value("run_dir", "").c_str());
@@ -213,7 +221,7 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
   const std::string job = res->value("job_id", "");
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    auto st = Call(url, "GET", "/api/v1/job");
+    auto st = CallApi(target.value(), ca, "GET", "/api/v1/job");
     if (!st.ok()) continue;  // the head may be restarting
     if (st->value("job", "") != job) return FailCommand("submit", Status::Internal("the head now runs another job"));
     auto state = ParseJobState(st->value("state", ""));
@@ -226,15 +234,15 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
 
 int RunStatusCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain status: the job's state, generation, world size, step and ranks"};
-  std::string head, run_dir;
+  ApiFlags api;
   bool json = false;
-  app.add_option("--head", head, "the head's URL");
-  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
+  if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("status", st);
+  api.Add(app);
   app.add_flag("--json", json, "print the status as JSON");
   if (int rc = ParseArgs(app, "status", args); rc >= 0) return rc;
-  auto url = HeadUrl(head, run_dir);
-  if (!url.ok()) return FailCommand("status", url.status());
-  auto st = Call(url.value(), "GET", "/api/v1/job");
+  auto target = api.Target();
+  if (!target.ok()) return FailCommand("status", target.status());
+  auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "GET", "/api/v1/job");
   if (!st.ok()) return FailCommand("status", st.status());
   if (json) std::printf("%s\n", st->dump(2).c_str());
   else PrintStatus(st.value());
@@ -243,16 +251,13 @@ int RunStatusCommand(const std::vector<std::string>& args) {
 
 int RunStopCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain stop: save a checkpoint and stop the job"};
-  std::string head, run_dir, token;
-  app.add_option("--head", head, "the head's URL");
-  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
-  app.add_option("--token", token, "the run's API token (default: $ELASTRAIN_TOKEN, or <run_dir>/token)");
+  ApiFlags api;
+  if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("stop", st);
+  api.Add(app);
   if (int rc = ParseArgs(app, "stop", args); rc >= 0) return rc;
-  auto url = HeadUrl(head, run_dir);
-  if (!url.ok()) return FailCommand("stop", url.status());
-  auto tok = ApiToken(url.value(), token, run_dir);
-  if (!tok.ok()) return FailCommand("stop", tok.status());
-  auto st = Call(url.value(), "POST", "/api/v1/stop", nlohmann::json::object(), tok.value());
+  auto target = api.Target();
+  if (!target.ok()) return FailCommand("stop", target.status());
+  auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/stop");
   if (!st.ok()) return FailCommand("stop", st.status());
   std::printf("stop requested: the job saves a checkpoint after its current step and ends STOPPED\n");
   return kExitSuccess;
@@ -260,16 +265,16 @@ int RunStopCommand(const std::vector<std::string>& args) {
 
 int RunChaosCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain chaos: rehearse a failure of a running job"};
-  std::string head, run_dir, action, host, token;
+  ApiFlags api;
+  std::string action, host;
   int rank = -1;
   bool hang = false;
+  if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("chaos", st);
   app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP)")->required()->check(CLI::IsMember({"kill", "hang"}));
   app.add_flag("--hang", hang, "with kill: stop the rank (SIGSTOP) instead, as `chaos hang`");
   app.add_option("--rank", rank, "the rank of the current generation");
   app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
-  app.add_option("--head", head, "the head's URL");
-  app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train`");
-  app.add_option("--token", token, "the run's API token (default: $ELASTRAIN_TOKEN, or <run_dir>/token)");
+  api.Add(app);
   if (int rc = ParseArgs(app, "chaos", args); rc >= 0) return rc;
   if (hang) action = Name(CommandAction::kHang);
   if ((rank < 0) == host.empty())
@@ -277,12 +282,10 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   const auto parsed = Parse<CommandAction>(action);  // kill or hang (checked above)
   if (!host.empty() && (!parsed.ok() || parsed.value() != CommandAction::kKill))
     return FailCommand("chaos", Status::InvalidArgument("--host goes with kill (a lost host), not " + action));
-  auto url = HeadUrl(head, run_dir);
-  if (!url.ok()) return FailCommand("chaos", url.status());
+  auto target = api.Target();
+  if (!target.ok()) return FailCommand("chaos", target.status());
   nlohmann::json body = {{"action", host.empty() ? action : Name(CommandAction::kHost)}, {"rank", rank}, {"host", host}};
-  auto tok = ApiToken(url.value(), token, run_dir);
-  if (!tok.ok()) return FailCommand("chaos", tok.status());
-  auto st = Call(url.value(), "POST", "/api/v1/chaos", body, tok.value());
+  auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/chaos", body);
   if (!st.ok()) return FailCommand("chaos", st.status());
   std::printf("chaos: %s %s\n", action.c_str(), host.empty() ? fmt::format("rank {}", rank).c_str() : host.c_str());
   return kExitSuccess;

@@ -22,6 +22,7 @@
 #include "elastic/agent.h"
 #include "elastic/controller.h"
 #include "jobctl/job_control.h"
+#include "jobctl/run_token.h"
 #include "wire/exit_codes.h"
 #include "train/worker.h"
 #include "monitor/job_api.h"
@@ -32,6 +33,21 @@ namespace elastrain {
 
 namespace {
 int Fail(const Status& st) { return FailCommand("", st); }
+
+// "a, b,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitNames(const std::string& list) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : list + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ') {
+      cur += c;
+    }
+  }
+  return out;
+}
 
 void PrintSummary(const TrainSummary& s) {
   const double drop = s.first_eval_loss > 0 ? 100.0 * (1.0 - s.final_eval_loss / s.first_eval_loss) : 0.0;
@@ -57,20 +73,36 @@ int RunElastic(const TrainConfig& cfg) {
     if (!d.ok()) return Fail(d.status());
   }
   std::shared_ptr<Store> store = MakeMemoryStore();
-  auto spec = SubmitJob(*store, cfg);
+  auto spec = SubmitJob(*store, cfg);  // the in-memory store only: nothing on disk yet
   if (!spec.ok()) return Fail(spec.status());
+  // The API's bearer token: <run>/token, created now or kept from the run being resumed;
+  // a token file that fails the trust rule (jobctl/run_token.h) stops the run here.
+  auto token = EnsureRunToken(spec->run_dir);
+  if (!token.ok()) return Fail(token.status());
   std::error_code ec;
   std::filesystem::remove_all(spec->run_dir + "/rendezvous", ec);  // keys of earlier runs
-  JobApiServer api(store, /*embedded=*/true);
+  JobApiOptions api_options;
+  api_options.embedded = true;
+  api_options.token = token.value();
+  api_options.token_file = spec->run_dir + "/" + kTokenFileName;
+  api_options.metrics_without_token = cfg.metrics_without_token;
+  api_options.allowed_hosts = SplitNames(cfg.dashboard_allowed_hosts);
+  api_options.tls_cert = cfg.dashboard_tls_cert;
+  api_options.tls_key = cfg.dashboard_tls_key;
+  JobApiServer api(store, api_options);
   auto url = api.Start(cfg.dashboard_host, static_cast<int>(cfg.dashboard_port));
-  if (!url.ok() && cfg.dashboard_port != 0) {
+  if (!url.ok() && url.status().code() == StatusCode::kUnavailable && cfg.dashboard_port != 0) {
     LOG_WARN("{}; serving the job API on a free port instead", url.status().message());
     url = api.Start(cfg.dashboard_host, 0);
   }
+  if (!url.ok() && url.status().code() != StatusCode::kUnavailable) return Fail(url.status());  // TLS files
+  const std::string url_file = spec->run_dir + "/" + kHeadUrlFileName;
   if (url.ok()) {
-    (void)MakeDirs(spec->run_dir);
-    (void)WriteFileAtomic(spec->run_dir + "/head_url", url.value() + "\n");
+    if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) LOG_WARN("{}", st.message());
     LOG_INFO("job API at {} (elastrain status --run-dir {})", url.value(), spec->run_dir);
+    // The token goes to the terminal only, never into a log file.
+    std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
+    std::fflush(stdout);
   } else {
     LOG_WARN("no job API: {}", url.status().message());
   }
@@ -94,6 +126,8 @@ int RunElastic(const TrainConfig& cfg) {
   if (!end.ok() || end.value() != AgentEnd::kJobEnded) stop_controller = true;
   controller.join();
   api.Stop();
+  // A URL nothing answers any more must not receive the run's token from the CLI.
+  if (url.ok()) RemoveUrlFile(url_file, url.value());
   if (!end.ok()) return Fail(end.status());
   const bool succeeded = record.ok() && record->state == JobState::kSucceeded;  // a notice may come after the end
   if (end.value() == AgentEnd::kPreempted && !succeeded) {

@@ -139,6 +139,12 @@ struct TrainConfig {
   double host_cooldown_seconds = 300;        // how long such a host is avoided
   std::string dashboard_host = "127.0.0.1";  // the controller's HTTP API
   int64_t dashboard_port = 8265;             // 0: any free port
+  // The API's security (docs/observability.md): every request needs the run's token
+  // except the page and, when this is true, /metrics.
+  bool metrics_without_token = false;
+  std::string dashboard_allowed_hosts;       // comma-separated Host names besides the bind address
+  std::string dashboard_tls_cert;            // PEM: serve HTTPS (with dashboard_tls_key)
+  std::string dashboard_tls_key;
   double cost_per_worker_hour = 0;           // USD, for the estimated cost on /metrics
 };
 

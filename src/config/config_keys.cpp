@@ -105,6 +105,10 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("host_cooldown_seconds", "elastic", host_cooldown_seconds, "seconds a host with repeated failures is avoided (used anyway when nothing else can run min workers)"),
       KEY("dashboard_host", "elastic", dashboard_host, "address the controller's HTTP API listens on"),
       KEY("dashboard_port", "elastic", dashboard_port, "port of the controller's HTTP API (Ray's 8265); 0: any free port (written to <run>/head_url)"),
+      KEY("metrics_without_token", "elastic", metrics_without_token, "serve /metrics without the bearer token (to a Prometheus without one); every other route but the page needs it"),
+      KEY("dashboard_allowed_hosts", "elastic", dashboard_allowed_hosts, "comma-separated Host names the API answers besides dashboard_host (e.g. a proxy's name)"),
+      KEY("dashboard_tls_cert", "elastic", dashboard_tls_cert, "PEM certificate: serve the API over HTTPS (with dashboard_tls_key)"),
+      KEY("dashboard_tls_key", "elastic", dashboard_tls_key, "PEM private key of dashboard_tls_cert"),
       KEY("cost_per_worker_hour", "elastic", cost_per_worker_hour, "USD per worker-hour, for the estimated cost on /metrics and in reports (0: unknown)"),
   };
   return keys;

@@ -156,6 +156,9 @@ Status ValidateElastic(const TrainConfig& c) {
   if (c.dashboard_host.empty()) return Bad("dashboard_host", "", "expected an address such as 127.0.0.1");
   if (c.dashboard_port < 0 || c.dashboard_port > 65535)
     return Bad("dashboard_port", c.dashboard_port, "expected a port in [0, 65535] (0: any free port)");
+  if (c.dashboard_tls_cert.empty() != c.dashboard_tls_key.empty())
+    return Bad(c.dashboard_tls_cert.empty() ? "dashboard_tls_cert" : "dashboard_tls_key", "",
+               "expected both dashboard_tls_cert and dashboard_tls_key (PEM files), or neither");
   if (!(c.cost_per_worker_hour >= 0))
     return Bad("cost_per_worker_hour", c.cost_per_worker_hour, "expected a price >= 0 (USD per worker-hour)");
   return Status::OK();

@@ -11,7 +11,6 @@
 #include "common/safe_path.h"
 #include "config/derived.h"
 #include "jobctl/cluster_view.h"
-#include "jobctl/run_token.h"
 #include "wire/job_state.h"
 
 namespace elastrain {
@@ -42,8 +41,6 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   GuardDirectory(spec.run_dir);  // nothing below it is reached through a link
   spec.config_yaml = ConfigToYaml(cfg);
   spec.submitted_at = WallSeconds();
-  // The bearer token of the control API's POSTs (monitor/run_token.h).
-  ELASTRAIN_RETURN_IF_ERROR(EnsureRunToken(spec.run_dir).status());
   for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
     ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
   ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));

@@ -1,6 +1,7 @@
 // Job control: what the HTTP API, the CLI and tests do to a job, by writing the store
 // only (the controller reads it back): submit a job, ask it to stop, rehearse a failure.
-// Authorisation (the run's bearer token, jobctl/run_token.h) is the caller's business.
+// Authorisation (the bearer token, jobctl/run_token.h) is the caller's business, and so
+// is the run's token file (an embedded run's, created by `elastrain train`).
 #pragma once
 
 #include <string>

@@ -1,11 +1,14 @@
 #include "jobctl/run_token.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
@@ -16,54 +19,206 @@ namespace elastrain {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+constexpr size_t kTokenHexDigits = 2 * kTokenBytes;
+constexpr mode_t kTokenMode = 0600;
+
 std::string RandomHex(size_t bytes) {
-  std::random_device rd;  // /dev/urandom
+  std::random_device rd;  // /dev/urandom (getrandom) on Linux
   std::string s;
   for (size_t i = 0; i < bytes; ++i) s += fmt::format("{:02x}", rd() & 0xff);
   return s;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  return s;
+bool IsHexToken(std::string_view t) {
+  if (t.size() != kTokenHexDigits) return false;
+  for (char c : t)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  return true;
+}
+
+std::string UserName(uid_t uid) {
+  const passwd* pw = getpwuid(uid);
+  return pw ? fmt::format("{} (uid {})", pw->pw_name, uid) : fmt::format("uid {}", uid);
+}
+
+const char* FileKind(mode_t m) {
+  if (S_ISLNK(m)) return "a symbolic link";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  return "not a regular file";
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// What is wrong with the open file `fd` at `path`; OK when it passes the trust rule.
+Status CheckTrusted(const std::string& path, int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return Status::IOError(fmt::format("cannot stat the API token file {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    return Status::InvalidArgument(fmt::format("the API token file {} is {}; expected a regular file (remove it and "
+                                               "start again to create a new token)",
+                                               path, FileKind(st.st_mode)));
+  if (st.st_uid != geteuid())
+    return Status::InvalidArgument(fmt::format("the API token file {} is owned by {}, not by {} who runs elastrain; "
+                                               "refusing a token another user could know (remove it, or run as its "
+                                               "owner)",
+                                               path, UserName(st.st_uid), UserName(geteuid())));
+  if ((st.st_mode & 07777) != kTokenMode)
+    return Status::InvalidArgument(fmt::format("the API token file {} has mode {:04o}; expected 0600 (readable by its "
+                                               "owner only; other users may have read it: remove it to create a new "
+                                               "token, or chmod 600 it if nobody else could)",
+                                               path, st.st_mode & 07777));
+  return Status::OK();
 }
 
 }  // namespace
 
-Result<std::string> ReadRunToken(const std::string& run_dir) {
-  const std::string path = run_dir + "/" + kTokenFileName;
-  auto text = ReadFile(path);
-  if (!text.ok()) return Status::NotFound(fmt::format("no API token at {} ({})", path, text.status().message()));
-  std::string t = Trim(text.value());
-  if (t.empty()) return Status::NotFound(fmt::format("the API token file {} is empty", path));
-  return t;
+Result<std::string> ReadTokenFile(const std::string& path) {
+  // O_NONBLOCK: a FIFO planted at the path must not block the open; fstat refuses it.
+  Fd f{open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
+  if (f.fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return Status::NotFound(fmt::format("no API token file at {}", path));
+    if (err == ELOOP) {
+      return Status::InvalidArgument(fmt::format("the API token file {} is a symbolic link; expected a regular file "
+                                                 "(refusing to follow it: remove the link)",
+                                                 path));
+    }
+    return Status::IOError(fmt::format("cannot open the API token file {}: {}", path, std::strerror(err)));
+  }
+  ELASTRAIN_RETURN_IF_ERROR(CheckTrusted(path, f.fd));
+  char buf[kTokenHexDigits + 3];
+  size_t got = 0;
+  while (got < sizeof(buf)) {
+    const ssize_t n = read(f.fd, buf + got, sizeof(buf) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(fmt::format("cannot read the API token file {}: {}", path, std::strerror(errno)));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  std::string_view t(buf, got);
+  if (!t.empty() && t.back() == '\n') t.remove_suffix(1);
+  if (!IsHexToken(t))
+    return Status::InvalidArgument(fmt::format("the API token file {} does not hold a token ({} bytes; expected {} "
+                                               "hex digits and a newline): remove it to create a new one",
+                                               path, got, kTokenHexDigits));
+  return std::string(t);
 }
 
-Result<std::string> EnsureRunToken(const std::string& run_dir) {
-  const std::string path = run_dir + "/" + kTokenFileName;
-  if (access(path.c_str(), F_OK) == 0) return ReadRunToken(run_dir);
-  ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir));
-  const std::string token = RandomHex(32);
-  // O_EXCL: two processes racing to create it keep one token.
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0) {
-    if (errno == EEXIST) return ReadRunToken(run_dir);
-    return Status::Internal(fmt::format("cannot create the API token file {}: {}", path, std::strerror(errno)));
-  }
+Result<std::string> EnsureTokenFile(const std::string& path) {
+  auto existing = ReadTokenFile(path);
+  if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
+  const std::string token = RandomHex(kTokenBytes);
+  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  Fd f{open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kTokenMode)};
+  if (f.fd < 0)
+    return Status::IOError(fmt::format("cannot create the API token file {}: {}", tmp, std::strerror(errno)));
   const std::string line = token + "\n";
-  const bool ok = write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  const bool closed = close(fd) == 0;
-  if (!ok || !closed) {
-    unlink(path.c_str());
-    return Status::Internal(fmt::format("cannot write the API token file {}: {}", path, std::strerror(errno)));
+  const bool written = fchmod(f.fd, kTokenMode) == 0 &&  // the umask may have taken bits away
+                       write(f.fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       fsync(f.fd) == 0;
+  const int write_errno = errno;
+  close(f.fd);
+  f.fd = -1;
+  if (!written) {
+    unlink(tmp.c_str());
+    return Status::IOError(fmt::format("cannot write the API token file {}: {}", tmp, std::strerror(write_errno)));
+  }
+  // link() never replaces: whoever links first wins, and a symlink planted at `path`
+  // makes it fail (EEXIST) rather than be followed.
+  const int linked = link(tmp.c_str(), path.c_str());
+  const int link_errno = errno;
+  unlink(tmp.c_str());
+  if (linked != 0) {
+    if (link_errno == EEXIST) return ReadTokenFile(path);
+    return Status::IOError(fmt::format("cannot create the API token file {}: {}", path, std::strerror(link_errno)));
   }
   return token;
 }
 
-bool BearerMatches(const std::string& authorization, const std::string& token) {
-  static constexpr char kPrefix[] = "Bearer ";
-  if (token.empty() || authorization.rfind(kPrefix, 0) != 0) return false;
-  const std::string given = authorization.substr(sizeof(kPrefix) - 1);
+Result<std::string> EnsureRunToken(const std::string& run_dir) {
+  ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir));
+  return EnsureTokenFile(run_dir + "/" + kTokenFileName);
+}
+
+Result<std::string> ReadRunToken(const std::string& run_dir) {
+  return ReadTokenFile(run_dir + "/" + kTokenFileName);
+}
+
+std::string DefaultHeadTokenPath() {
+  const char* home = std::getenv("HOME");
+  if (!home || !*home) {
+    const passwd* pw = getpwuid(geteuid());
+    home = pw && pw->pw_dir ? pw->pw_dir : ".";
+  }
+  return (fs::path(home) / ".elastrain" / kHeadTokenFileName).string();
+}
+
+Result<std::string> EnsureHeadToken(const std::string& path) {
+  const fs::path dir = fs::path(path).parent_path();
+  if (!dir.empty()) {
+    std::error_code ec;
+    if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path(), ec);
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return Status::IOError(fmt::format("cannot create the directory {} of the API token file: {}", dir.string(),
+                                         std::strerror(errno)));
+  }
+  return EnsureTokenFile(path);
+}
+
+std::string UrlFileBeside(const std::string& token_path) {
+  return (fs::path(token_path).parent_path() / kHeadUrlFileName).string();
+}
+
+Status WriteUrlFile(const std::string& path, const std::string& url) {
+  ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(path, url + "\n"));
+  if (chmod(path.c_str(), 0644) != 0)
+    return Status::IOError(fmt::format("cannot chmod the API URL file {}: {}", path, std::strerror(errno)));
+  return Status::OK();
+}
+
+void RemoveUrlFile(const std::string& path, const std::string& url) {
+  auto recorded = ReadFile(path);
+  if (recorded.ok() && recorded.value() == url + "\n") unlink(path.c_str());
+}
+
+Result<std::string> ReadUrlFile(const std::string& path) {
+  // Whoever can write this file chooses where the token goes: it must be ours and
+  // writable by us only, and not a link.
+  Fd f{open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
+  if (f.fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(fmt::format("no API URL recorded at {}", path));
+    return Status::InvalidArgument(fmt::format("cannot read the API URL file {}: {}{}", path, std::strerror(errno),
+                                               errno == ELOOP ? " (a symbolic link: refused)" : ""));
+  }
+  struct stat st {};
+  if (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+    return Status::InvalidArgument(fmt::format("the API URL file {} is not a regular file owned by {} and writable "
+                                               "by its owner only; refusing to send a token where it points (remove "
+                                               "it; the server writes it again when it starts)",
+                                               path, UserName(geteuid())));
+  std::string url(4096, '\0');
+  const ssize_t n = read(f.fd, url.data(), url.size());
+  url.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  while (!url.empty() && (url.back() == '\n' || url.back() == '\r' || url.back() == ' ')) url.pop_back();
+  if (url.empty()) return Status::NotFound(fmt::format("the API URL file {} is empty", path));
+  return url;
+}
+
+bool BearerMatches(std::string_view authorization, std::string_view token) {
+  static constexpr std::string_view kPrefix = "Bearer ";
+  if (token.empty() || authorization.substr(0, kPrefix.size()) != kPrefix) return false;
+  const std::string_view given = authorization.substr(kPrefix.size());
   if (given.size() != token.size()) return false;
   unsigned char diff = 0;
   for (size_t i = 0; i < token.size(); ++i) diff |= static_cast<unsigned char>(given[i] ^ token[i]);

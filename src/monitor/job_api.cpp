@@ -2,8 +2,18 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -14,11 +24,13 @@
 #include "config/config.h"
 #include "jobctl/cluster_view.h"
 #include "jobctl/job_control.h"
-#include "wire/protocol.h"
+#include "jobctl/run_token.h"
+#include "monitor/api_requests.h"
 #include "monitor/dashboard.h"
 #include "monitor/prometheus.h"
-#include "jobctl/run_token.h"
+#include "monitor/request_guard.h"
 #include "monitor/run_view.h"
+#include "wire/protocol.h"
 
 namespace elastrain {
 
@@ -91,35 +103,94 @@ Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
   return nlohmann::json(std::vector<nlohmann::json>(last.begin(), last.end()));
 }
 
+namespace {
+
+// HTTP codes of the request checks (the Status <-> HTTP map is common/http_status.h).
+constexpr int kHttpForbidden = 403;
+constexpr int kHttpLengthRequired = 411;
+constexpr int kHttpPayloadTooLarge = 413;
+constexpr int kHttpUnsupportedMediaType = 415;
+constexpr int kHttpMisdirected = 421;
+constexpr int kHttpContinue = 100;
+
+// Who may call a route.
+enum class Access {
+  kPublic,   // GET /: the page holds no data; it gets the token from its URL's fragment
+  kMetrics,  // GET /metrics: public only with metrics_without_token
+  kToken,    // everything else
+};
+
+void SetError(httplib::Response& res, int status, const std::string& message) {
+  res.status = status;
+  // replace: a message quoting client bytes that are not UTF-8 must not throw.
+  res.set_content(nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                  "application/json");
+}
+
+// The names and addresses of this machine, for the Host check of a wildcard bind.
+std::vector<std::string> LocalNames() {
+  std::vector<std::string> names = {"localhost"};
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0 && host[0]) names.push_back(host);
+  ifaddrs* addrs = nullptr;
+  if (getifaddrs(&addrs) != 0) return names;
+  for (ifaddrs* a = addrs; a; a = a->ifa_next) {
+    if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* src = a->ifa_addr->sa_family == AF_INET
+                          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr)
+                          : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(a->ifa_addr)->sin6_addr);
+    if (inet_ntop(a->ifa_addr->sa_family, src, text, sizeof(text))) names.push_back(text);
+  }
+  freeifaddrs(addrs);
+  return names;
+}
+
+bool ExpectsBody(const std::string& method) {  // as httplib's detail::expect_content
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
+}
+
+}  // namespace
+
 class JobApiServer::Impl {
  public:
-  Impl(std::shared_ptr<Store> store, bool embedded) : store_(std::move(store)), embedded_(embedded) {}
+  Impl(std::shared_ptr<Store> store, JobApiOptions options) : store_(std::move(store)), opt_(std::move(options)) {}
   ~Impl() { Stop(); }
   Result<std::string> Start(const std::string& host, int port);
   void Stop() {
-    server_.stop();
+    if (server_) server_->stop();
     if (thread_.joinable()) thread_.join();
   }
 
  private:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
   static void Reply(httplib::Response& res, const Status& st, const nlohmann::json& ok_body) {
     if (st.ok()) {
-      res.set_content(ok_body.dump(), "application/json");
+      res.set_content(ok_body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
       return;
     }
-    res.status = HttpStatusFor(st);
-    res.set_content(nlohmann::json{{"error", st.message()}}.dump(), "application/json");
+    SetError(res, HttpStatusFor(st), st.message());
   }
   void Routes();
+  void Route(const std::string& method, const std::string& path, Access access, Handler fn);
   // The current job's status and run files; an empty status when no job was submitted.
   nlohmann::json Current(RunSnapshot* run);
-  // 401 unless the request carries the run's bearer token.
-  bool Authorized(const httplib::Request& req, httplib::Response& res);
+  // The checks every request passes before its handler runs (Host, token, content
+  // type); false after answering the refusal.
+  bool Admit(const httplib::Request& req, httplib::Response& res, Access access);
+  // The checks of a request's framing that must come before its body is read: no
+  // chunked body, a Content-Length within the limit. False after answering.
+  bool FramingOk(const httplib::Request& req, httplib::Response& res);
+  // httplib's hook before it reads a body: framing, and a body-less POST dispatched as
+  // an empty one (httplib 0.11.4 would read such a body until the connection closes).
+  httplib::Server::HandlerResponse PreRouting(const httplib::Request& req, httplib::Response& res);
 
   std::shared_ptr<Store> store_;
+  const JobApiOptions opt_;
   RunView view_;
-  const bool embedded_;
-  httplib::Server server_;
+  std::unique_ptr<httplib::Server> server_;
+  std::map<std::string, Handler> posts_;  // path -> the guarded handler, for PreRouting
+  std::vector<std::string> allowed_hosts_;
   std::thread thread_;
 };
 
@@ -131,105 +202,224 @@ nlohmann::json JobApiServer::Impl::Current(RunSnapshot* run) {
   return j.value();
 }
 
-bool JobApiServer::Impl::Authorized(const httplib::Request& req, httplib::Response& res) {
-  auto j = JobStatusJson(*store_);
-  std::string why = "no job is running";
-  if (j.ok()) {
-    auto token = ReadRunToken(j->value("run_dir", ""));
-    if (token.ok() && BearerMatches(req.get_header_value("Authorization"), token.value())) return true;
-    why = token.ok() ? fmt::format("expected the header Authorization: Bearer <the token in {}/{}>",
-                                   j->value("run_dir", ""), kTokenFileName)
-                     : token.status().message();
+bool JobApiServer::Impl::Admit(const httplib::Request& req, httplib::Response& res, Access access) {
+  const std::string host = req.get_header_value("Host");
+  if (!HostHeaderAllowed(host, allowed_hosts_)) {
+    std::string names;
+    for (const std::string& a : allowed_hosts_) names += (names.empty() ? "" : ", ") + a;
+    SetError(res, host.empty() ? kHttpForbidden : kHttpMisdirected,
+             fmt::format("Host header '{}' is not a name of this server; expected one of: {} (add a name with "
+                         "`elastrain head --allowed-host NAME` or the config key dashboard_allowed_hosts)",
+                         host.substr(0, 100), names));
+    return false;
   }
-  res.status = kHttpUnauthorized;
-  res.set_header("WWW-Authenticate", "Bearer realm=\"elastrain\"");
-  res.set_content(nlohmann::json{{"error", "unauthorized: " + why}}.dump(), "application/json");
-  return false;
+  const bool open = access == Access::kPublic || (access == Access::kMetrics && opt_.metrics_without_token);
+  if (!open) {
+    const std::string auth = req.get_header_value("Authorization");
+    if (!BearerMatches(auth, opt_.token)) {
+      res.set_header("WWW-Authenticate", "Bearer realm=\"elastrain\"");
+      SetError(res, kHttpUnauthorized,
+               fmt::format("unauthorized ({}): expected the header Authorization: Bearer <the token in {}>{}",
+                           auth.empty() ? "no Authorization header" : "the bearer token does not match",
+                           opt_.token_file,
+                           access == Access::kMetrics ? " (or start the server with metrics_without_token to open "
+                                                        "/metrics to scrapers)"
+                                                      : ""));
+      return false;
+    }
+  }
+  if (req.method == "POST") {
+    const std::string type = req.get_header_value("Content-Type");
+    const bool empty = (!req.has_header("Content-Length") || req.get_header_value("Content-Length") == "0") &&
+                       !req.has_header("Transfer-Encoding");
+    if (!(type.empty() && empty) && !IsJsonContentType(type)) {
+      SetError(res, kHttpUnsupportedMediaType,
+               fmt::format("Content-Type '{}': expected application/json", type.substr(0, 100)));
+      return false;
+    }
+  }
+  return true;
+}
+
+bool JobApiServer::Impl::FramingOk(const httplib::Request& req, httplib::Response& res) {
+  if (req.has_header("Transfer-Encoding")) {
+    SetError(res, kHttpLengthRequired,
+             fmt::format("Transfer-Encoding '{}': expected a body sent with Content-Length (at most {} bytes)",
+                         req.get_header_value("Transfer-Encoding").substr(0, 100), opt_.max_body_bytes));
+    return false;
+  }
+  if (!req.has_header("Content-Length")) return true;
+  const std::string text = req.get_header_value("Content-Length");
+  uint64_t length = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), length);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    SetError(res, kHttpBadRequest, fmt::format("Content-Length '{}': expected a number of bytes", text.substr(0, 100)));
+    return false;
+  }
+  if (length > opt_.max_body_bytes) {
+    SetError(res, kHttpPayloadTooLarge,
+             fmt::format("request body of {} bytes: the limit is {} bytes", length, opt_.max_body_bytes));
+    return false;
+  }
+  return true;
+}
+
+httplib::Server::HandlerResponse JobApiServer::Impl::PreRouting(const httplib::Request& req, httplib::Response& res) {
+  using HR = httplib::Server::HandlerResponse;
+  if (!ExpectsBody(req.method)) return HR::Unhandled;
+  if (!FramingOk(req, res)) return HR::Handled;
+  if (req.has_header("Content-Length")) return HR::Unhandled;  // httplib reads it, within the limit
+  // No Content-Length and no Transfer-Encoding: the body is empty (RFC 9112 6.3).
+  const auto route = req.method == "POST" ? posts_.find(req.path) : posts_.end();
+  if (route == posts_.end()) {
+    SetError(res, kHttpNotFound, fmt::format("no route {} {}", req.method, req.path.substr(0, 100)));
+    return HR::Handled;
+  }
+  route->second(req, res);
+  return HR::Handled;
+}
+
+void JobApiServer::Impl::Route(const std::string& method, const std::string& path, Access access, Handler fn) {
+  Handler guarded = [this, access, fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    if (Admit(req, res, access)) fn(req, res);
+  };
+  // httplib's patterns are regular expressions; ours are plain paths.
+  if (method == "GET") {
+    server_->Get(path, guarded);
+  } else {
+    server_->Post(path, guarded);
+    posts_[path] = guarded;
+  }
 }
 
 void JobApiServer::Impl::Routes() {
-  server_.Get("/", [](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/", Access::kPublic, [](const httplib::Request&, httplib::Response& res) {
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Cache-Control", "no-store");
     res.set_content(DashboardHtml(), "text/html; charset=utf-8");
   });
-  server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/metrics", Access::kMetrics, [this](const httplib::Request&, httplib::Response& res) {
     RunSnapshot run;
     const nlohmann::json st = Current(&run);
     res.set_content(RenderPrometheus(st, run), "text/plain; version=0.0.4; charset=utf-8");
   });
-  server_.Get("/api/v1/checkpoints", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/api/v1/checkpoints", Access::kToken, [this](const httplib::Request&, httplib::Response& res) {
     const nlohmann::json st = Current(nullptr);
     if (!st.contains("job")) return Reply(res, Status::NotFound("no job has been submitted"), {});
     Reply(res, Status::OK(), CheckpointsJson(st.value("run_dir", "")));
   });
-  server_.Get("/api/v1/goodput", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/api/v1/goodput", Access::kToken, [this](const httplib::Request&, httplib::Response& res) {
     RunSnapshot run;
     const nlohmann::json st = Current(&run);
     if (!st.contains("job")) return Reply(res, Status::NotFound("no job has been submitted"), {});
     Reply(res, Status::OK(), run.goodput.ToJson());
   });
-  server_.Get("/api/v1/dashboard", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/api/v1/dashboard", Access::kToken, [this](const httplib::Request&, httplib::Response& res) {
     RunSnapshot run;
     const nlohmann::json st = Current(&run);
-    Reply(res, Status::OK(), DashboardJson(st, run, st.contains("job") ? CheckpointsJson(st.value("run_dir", "")) : nlohmann::json::array()));
+    Reply(res, Status::OK(),
+          DashboardJson(st, run, st.contains("job") ? CheckpointsJson(st.value("run_dir", "")) : nlohmann::json::array()));
   });
-  server_.Get("/api/v1/job", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/api/v1/job", Access::kToken, [this](const httplib::Request&, httplib::Response& res) {
     auto j = JobStatusJson(*store_);
     Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
   });
-  server_.Get("/api/v1/events", [this](const httplib::Request&, httplib::Response& res) {
+  Route("GET", "/api/v1/events", Access::kToken, [this](const httplib::Request&, httplib::Response& res) {
     auto j = JobEventsJson(*store_);
     Reply(res, j.status(), j.ok() ? j.value() : nlohmann::json());
   });
-  server_.Post("/api/v1/stop", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res)) return;
+  Route("POST", "/api/v1/stop", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
+    // No fields: an empty body (curl -X POST) or {}.
+    if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+      auto body = nlohmann::json::parse(req.body, nullptr, false);
+      if (!body.is_object() || !body.empty())
+        return Reply(res, Status::InvalidArgument("stop: expected no body or {}"), {});
+    }
     Reply(res, RequestJobStop(*store_), {{"stop", "requested"}});
   });
-  server_.Post("/api/v1/chaos", [this](const httplib::Request& req, httplib::Response& res) {
-    if (!Authorized(req, res)) return;
-    auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (!body.is_object()) return Reply(res, Status::InvalidArgument("chaos: expected a JSON object body"), {});
-    Reply(res,
-          RequestChaos(*store_, body.value("action", ""), body.value("rank", -1), body.value("host", ""), !embedded_),
-          {{"chaos", "requested"}});
+  Route("POST", "/api/v1/chaos", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
+    auto r = ParseChaosRequest(req.body);
+    if (!r.ok()) return Reply(res, r.status(), {});
+    Reply(res, RequestChaos(*store_, r->action, r->rank, r->host, !opt_.embedded), {{"chaos", "requested"}});
   });
-  server_.Post("/api/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-    if (embedded_)
+  Route("POST", "/api/v1/jobs", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
+    if (opt_.embedded)
       return Reply(res, Status::FailedPrecondition("this is an embedded `elastrain train`; submit to an `elastrain head`"),
                    {});
-    auto body = nlohmann::json::parse(req.body, nullptr, false);
-    if (!body.is_object() || !body.contains("config_yaml"))
-      return Reply(res, Status::InvalidArgument("submit: expected {\"config_yaml\": ...}"), {});
-    auto cfg = LoadConfigText(body.value("config_yaml", ""), "submitted config");
+    auto r = ParseSubmitRequest(req.body);
+    if (!r.ok()) return Reply(res, r.status(), {});
+    auto cfg = LoadConfigText(r->config_yaml, "submitted config");
     if (!cfg.ok()) return Reply(res, Status::InvalidArgument(cfg.status().message()), {});
     auto spec = SubmitJob(*store_, cfg.value());
-    Reply(res, spec.status(), spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir},
-                                                         {"token_file", spec->run_dir + "/" + kTokenFileName}}
-                                        : nlohmann::json());
+    Reply(res, spec.status(),
+          spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir}} : nlohmann::json());
   });
 }
 
 Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port) {
-  Routes();
-  server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
+  if (opt_.token.empty()) return Status::InvalidArgument("the job API needs a bearer token (none was given)");
+  const bool tls = !opt_.tls_cert.empty() || !opt_.tls_key.empty();
+  if (!server_) {
+    if (tls) {
+      if (opt_.tls_cert.empty() || opt_.tls_key.empty())
+        return Status::InvalidArgument(fmt::format("TLS needs both a certificate and a key (got certificate '{}', key "
+                                                   "'{}')",
+                                                   opt_.tls_cert, opt_.tls_key));
+      for (const std::string* f : {&opt_.tls_cert, &opt_.tls_key})
+        if (access(f->c_str(), R_OK) != 0)
+          return Status::NotFound(fmt::format("TLS file {}: {}", *f, std::strerror(errno)));
+      server_ = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
+      if (!server_->is_valid()) {
+        server_.reset();
+        return Status::InvalidArgument(fmt::format("cannot load the TLS certificate {} with the key {} (expected PEM "
+                                                   "files, the key matching the certificate)",
+                                                   opt_.tls_cert, opt_.tls_key));
+      }
+    } else {
+      server_ = std::make_unique<httplib::Server>();
     }
-    res.status = kHttpInternalError;
-    res.set_content(nlohmann::json{{"error", what}}.dump(), "application/json");
-  });
-  const int bound = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
+    Routes();
+    server_->set_payload_max_length(opt_.max_body_bytes);
+    // One request per connection: a refused request's unread body is never parsed as
+    // the next request, and nothing waits on an idle keep-alive (the API is polled
+    // every 2 s at most).
+    server_->set_keep_alive_max_count(1);
+    server_->set_pre_routing_handler(
+        [this](const httplib::Request& req, httplib::Response& res) { return PreRouting(req, res); });
+    // "Expect: 100-continue" (curl sends it for bodies over 1 MiB): refuse before the
+    // client sends the body.
+    server_->set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!FramingOk(req, res) || !Admit(req, res, Access::kToken)) return res.status;
+      return kHttpContinue;
+    });
+    server_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "unknown error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      SetError(res, kHttpInternalError, what);
+    });
+  }
+  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0)
     return Status::Unavailable(fmt::format("cannot listen on {}:{} (in use, or not a local address)", host, port));
-  thread_ = std::thread([this] { server_.listen_after_bind(); });
-  return fmt::format("http://{}:{}", host, bound);
+  std::vector<std::string> names = opt_.allowed_hosts;
+  if (IsWildcardHost(host)) {
+    const std::vector<std::string> local = LocalNames();
+    names.insert(names.end(), local.begin(), local.end());
+  }
+  allowed_hosts_ = AllowedHostHeaders(host, bound, tls ? 443 : 80, names);
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  const std::string url_host = host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
+  return fmt::format("{}://{}:{}", tls ? "https" : "http", url_host, bound);
 }
 
-JobApiServer::JobApiServer(std::shared_ptr<Store> store, bool embedded)
-    : impl_(std::make_unique<Impl>(std::move(store), embedded)) {}
+JobApiServer::JobApiServer(std::shared_ptr<Store> store, JobApiOptions options)
+    : impl_(std::make_unique<Impl>(std::move(store), std::move(options))) {}
 JobApiServer::~JobApiServer() = default;
 Result<std::string> JobApiServer::Start(const std::string& host, int port) { return impl_->Start(host, port); }
 void JobApiServer::Stop() { impl_->Stop(); }

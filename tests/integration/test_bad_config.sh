@@ -36,9 +36,14 @@ expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill,
 expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
   train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"
 expect_error "bad store URL" "--store 'redis://x': expected memory:// or etcd://HOST:PORT" -- agent --store redis://x --slots 1
-expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
+ELASTRAIN_TOKEN=x expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
+expect_error "no token for a head" "no token for --head http://127.0.0.1:9: pass --token-file PATH or set ELASTRAIN_TOKEN" -- \
+  status --head http://127.0.0.1:9
 expect_error "run without a head_url" "--run-dir $WORK/none: no head_url there" -- stop --run-dir "$WORK/none"
 expect_error "chaos needs a target" "expected one of --rank R or --host H" -- chaos kill --head http://127.0.0.1:9
+expect_error "TLS certificate without its key" "dashboard_tls_key=: expected both dashboard_tls_cert and dashboard_tls_key" -- \
+  train model_name=tiny num_workers=2 dashboard_tls_cert=server.crt "${common[@]}"
+expect_error "--token on the command line" "--token is not accepted" -- stop --token abc --run-dir "$WORK/none"
 expect_error "negative price" "cost_per_worker_hour=-1: expected a price >= 0" -- \
   train model_name=tiny cost_per_worker_hour=-1 "${common[@]}"
 expect_error "report of a missing run" "$WORK/none: not a run directory \(expected $WORK/none/events.jsonl" -- \

@@ -4,8 +4,9 @@
 #  1. promtool check metrics accepts /metrics scraped during the run.
 #  2. headless Chromium renders the live dashboard: the loss chart has points, the
 #     timeline lists the failure; screenshots go to build/test-artifacts/.
-#  3. POSTs without the token or with a wrong one get 401 and change nothing; the token
-#     file has mode 0600; the server listens on loopback.
+#  3. Requests without the token or with a wrong one get 401 and change nothing; the token
+#     file has mode 0600; the server listens on loopback. (The whole of the API's
+#     security: test_api_security.sh.)
 #  4. The goodput categories sum to the wall time within 1%, and the recovery category
 #     equals the recovery time the controller wrote in events.jsonl.
 source "$(dirname "$0")/lib.sh"
@@ -41,9 +42,11 @@ code=$(post -H "Authorization: Bearer x" -d '{"action":"kill","rank":0}' "$url/a
 [ "$code" = 401 ] && pass "POST /api/v1/chaos with a wrong token: 401" || fail "chaos with a wrong token: $code"
 code=$(post -d '{"action":"kill","rank":0}' "$url/api/v1/chaos")
 [ "$code" = 401 ] && pass "POST /api/v1/chaos without a token: 401" || fail "chaos without token: $code"
+code=$(curl -s -m 10 -o "$WORK/body" -w '%{http_code}' "$url/api/v1/dashboard")
+[ "$code" = 401 ] && pass "GET /api/v1/dashboard without a token: 401" || fail "dashboard without token: $code"
 rc=0
-out=$("$BIN" chaos kill --rank 0 --run-dir $run --token wrong 2>&1) || rc=$?
-[ "$rc" -ne 0 ] && grep -q unauthorized <<<"$out" && pass "elastrain chaos --token wrong: exit $rc: $out" \
+out=$(ELASTRAIN_TOKEN=$(tr 0-9a-f 1-9a-f0 <$run/token) "$BIN" chaos kill --rank 0 --head "$url" 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && grep -q unauthorized <<<"$out" && pass "elastrain chaos with a wrong ELASTRAIN_TOKEN: exit $rc: $out" \
   || fail "chaos with a wrong token: exit $rc: $out"
 sleep 2
 st=$("$BIN" status --run-dir $run --json)
@@ -53,7 +56,7 @@ st=$("$BIN" status --run-dir $run --json)
   || fail "the job changed after refused POSTs: $st"
 
 # --- 1. /metrics -------------------------------------------------------------------------
-curl -s -m 10 "$url/metrics" >"$ARTIFACTS/metrics.txt"
+curl -s -m 10 -H "Authorization: Bearer $(cat $run/token)" "$url/metrics" >"$ARTIFACTS/metrics.txt"
 lint=$(promtool check metrics <"$ARTIFACTS/metrics.txt" 2>&1) && pass "promtool check metrics accepts /metrics ($(grep -c '^elastrain_' "$ARTIFACTS/metrics.txt") samples)" \
   || fail "promtool check metrics: $lint"
 # The failure starts generation 1 (2 survivors); the replacement worker may join it at
@@ -68,14 +71,21 @@ grep -qE '^elastrain_loss [0-9.]+$' "$ARTIFACTS/metrics.txt" && grep -qE '^elast
   || fail "/metrics loss or cost: $(grep -E '^elastrain_(loss|estimated_cost_usd) ' "$ARTIFACTS/metrics.txt")"
 
 # --- 2. the dashboard in Chromium ------------------------------------------------------
-chrome --virtual-time-budget=5000 --dump-dom "$url/" >"$WORK/dom.html" || fail "chromium --dump-dom failed: $(tail -3 "$WORK/chrome.log")"
+# The page takes the token from its URL's fragment, as elastrain prints it.
+page="$url/#token=$(cat $run/token)"
+grep -qF "dashboard: $page" "$WORK/out" && pass "elastrain train printed the dashboard URL with its token" \
+  || fail "no dashboard URL in the output: $(grep dashboard "$WORK/out")"
+chrome --virtual-time-budget=5000 --dump-dom "$url/" >"$WORK/dom_no_token.html" || true
+grep -q 'no token: open the URL elastrain printed' "$WORK/dom_no_token.html" && ! grep -q 'data-points="[1-9]' "$WORK/dom_no_token.html" \
+  && pass "without #token= the page draws nothing and says why" || fail "the page without a token: $(grep -o 'id="updated"[^<]*' "$WORK/dom_no_token.html")"
+chrome --virtual-time-budget=5000 --dump-dom "$page" >"$WORK/dom.html" || fail "chromium --dump-dom failed: $(tail -3 "$WORK/chrome.log")"
 points=$(grep -o 'data-points="[0-9]*"' "$WORK/dom.html" | head -1 | grep -o '[0-9]*' || echo 0)
 [ "${points:-0}" -gt 100 ] && pass "the loss chart has $points points" || fail "loss chart points: '$points'"
 rows=$(grep -oE 'class="event failure" data-event="[a-z_]+"' "$WORK/dom.html" | sort -u | sed 's/.*data-event=//' | tr '\n' ' ')
 grep -q worker_failed <<<"$rows" && pass "the timeline shows the injected failure: $rows" || fail "timeline failure rows: '$rows'"
 grep -q 'class="marker failure"' "$WORK/dom.html" && pass "the timeline chart marks the failure" || fail "no failure marker"
 grep -qE 'recovered in [0-9.]+ s' "$WORK/dom.html" && pass "the timeline shows the recovery" || fail "no recovery row"
-chrome --virtual-time-budget=5000 --screenshot="$ARTIFACTS/dashboard.png" "$url/" >/dev/null
+chrome --virtual-time-budget=5000 --screenshot="$ARTIFACTS/dashboard.png" "$page" >/dev/null
 [ -s "$ARTIFACTS/dashboard.png" ] && pass "screenshot: $ARTIFACTS/dashboard.png ($(stat -c %s "$ARTIFACTS/dashboard.png") bytes)" \
   || fail "no screenshot"
 

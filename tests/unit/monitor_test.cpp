@@ -1,13 +1,12 @@
-// Goodput accounting, the Prometheus exposition, the API token and the JSONL tail.
+// Goodput accounting, the Prometheus exposition and the JSONL tail (the API token and
+// requests: api_security_test.cpp).
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "monitor/goodput.h"
 #include "monitor/prometheus.h"
-#include "jobctl/run_token.h"
 #include "monitor/run_view.h"
 #include "test_dirs.h"
 
@@ -196,31 +195,6 @@ TEST(Prometheus, NoJobStillRenders) {
   const std::string text = RenderPrometheus(json::object(), RunSnapshot());
   EXPECT_NE(text.find("elastrain_job_state{state=\"RUNNING\"} 0"), std::string::npos);
   EXPECT_EQ(text.find("elastrain_job_info{"), std::string::npos);
-}
-
-TEST(RunToken, CreatedOnceWithMode0600) {
-  const std::string dir = FreshDir("token");
-  auto t = EnsureRunToken(dir);
-  ASSERT_TRUE(t.ok()) << t.status().message();
-  EXPECT_EQ(t->size(), 64u);
-  struct stat st {};
-  ASSERT_EQ(stat((dir + "/token").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600);
-  auto again = EnsureRunToken(dir);
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again.value(), t.value());
-  EXPECT_NE(EnsureRunToken(FreshDir("token2")).value(), t.value());
-  EXPECT_FALSE(ReadRunToken(FreshDir("token3")).ok());
-}
-
-TEST(RunToken, BearerMatchesOnlyTheExactToken) {
-  EXPECT_TRUE(BearerMatches("Bearer abc123", "abc123"));
-  EXPECT_FALSE(BearerMatches("Bearer abc124", "abc123"));
-  EXPECT_FALSE(BearerMatches("Bearer abc12", "abc123"));
-  EXPECT_FALSE(BearerMatches("abc123", "abc123"));
-  EXPECT_FALSE(BearerMatches("Basic abc123", "abc123"));
-  EXPECT_FALSE(BearerMatches("Bearer ", ""));
-  EXPECT_FALSE(BearerMatches("", ""));
 }
 
 TEST(JsonlTail, ReadsCompleteLinesAndStartsOverWhenTheFileShrinks) {

@@ -1,0 +1,141 @@
+#include "cli/api_client.h"
+
+#include <httplib.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "common/http_status.h"
+#include "jobctl/run_token.h"
+
+namespace elastrain {
+
+namespace {
+
+constexpr int kHttpTimeoutSeconds = 10;
+
+}  // namespace
+
+std::string NormalizeUrl(std::string url) {
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  const size_t scheme_end = url.find("://");
+  const size_t host_end = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  std::transform(url.begin(), host_end == std::string::npos ? url.end() : url.begin() + host_end, url.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return url;
+}
+
+std::string CaCertFrom(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("ELASTRAIN_CA_CERT");
+  return env ? env : "";
+}
+
+Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& a) {
+  ApiTarget t;
+  if (!a.run_dir.empty()) {
+    if (!a.token_file.empty())
+      return Status::InvalidArgument(fmt::format("--token-file goes with --head; the token of the run at --run-dir {} "
+                                                 "is {}/{}",
+                                                 a.run_dir, a.run_dir, kTokenFileName));
+    const std::string url_file = a.run_dir + "/" + kHeadUrlFileName;
+    auto url = ReadUrlFile(url_file);
+    if (!url.ok())
+      return Status::NotFound(fmt::format("--run-dir {}: no head_url there (is the job running? expected {})", a.run_dir,
+                                          url_file));
+    if (!a.head.empty() && NormalizeUrl(a.head) != NormalizeUrl(url.value()))
+      return Status::InvalidArgument(fmt::format("--head {} is not the API the run at {} recorded ({} in {}); the run's "
+                                                 "token goes only there: drop --head",
+                                                 a.head, a.run_dir, url.value(), url_file));
+    ELASTRAIN_ASSIGN_OR_RETURN(t.token, ReadRunToken(a.run_dir));
+    t.url = url.value();
+    t.token_source = a.run_dir + "/" + kTokenFileName;
+    return t;
+  }
+  const std::string default_url_file = UrlFileBeside(a.default_token_file);
+  if (a.head.empty()) {
+    if (!a.token_file.empty())
+      return Status::InvalidArgument(fmt::format("--token-file {}: a token you give is sent only to a --head URL you "
+                                                 "name: add --head",
+                                                 a.token_file));
+    auto url = ReadUrlFile(default_url_file);
+    if (!url.ok())
+      return Status::NotFound(fmt::format("no --head and no head recorded at {} (started by `elastrain head`); pass "
+                                          "--head URL with --token-file PATH or ELASTRAIN_TOKEN, or --run-dir DIR",
+                                          default_url_file));
+    ELASTRAIN_ASSIGN_OR_RETURN(t.token, ReadTokenFile(a.default_token_file));
+    t.url = url.value();
+    t.token_source = a.default_token_file;
+    return t;
+  }
+  t.url = a.head;
+  if (!a.token_file.empty()) {
+    ELASTRAIN_ASSIGN_OR_RETURN(t.token, ReadTokenFile(a.token_file));
+    t.token_source = a.token_file;
+    return t;
+  }
+  if (!a.env_token.empty()) {
+    t.token = a.env_token;
+    t.token_source = "ELASTRAIN_TOKEN";
+    return t;
+  }
+  auto recorded = ReadUrlFile(default_url_file);
+  if (recorded.ok() && NormalizeUrl(recorded.value()) == NormalizeUrl(a.head)) {
+    ELASTRAIN_ASSIGN_OR_RETURN(t.token, ReadTokenFile(a.default_token_file));
+    t.token_source = a.default_token_file;
+    return t;
+  }
+  return Status::InvalidArgument(fmt::format(
+      "no token for --head {}: pass --token-file PATH or set ELASTRAIN_TOKEN ({}; the default token {} is sent only "
+      "to the head recorded beside it)",
+      a.head,
+      recorded.ok() ? fmt::format("{} records {}", default_url_file, recorded.value())
+                    : fmt::format("no head recorded at {}", default_url_file),
+      a.default_token_file));
+}
+
+Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
+                               const std::string& path, const nlohmann::json& body) {
+  const std::string& url = target.url;
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return Status::InvalidArgument(fmt::format("API URL '{}': expected http://HOST:PORT or https://HOST:PORT", url));
+  httplib::Client cli(url);
+  cli.set_connection_timeout(kHttpTimeoutSeconds);
+  cli.set_read_timeout(kHttpTimeoutSeconds);
+  cli.enable_server_certificate_verification(true);
+  if (!ca_cert.empty()) cli.set_ca_cert_path(ca_cert);
+  cli.set_bearer_token_auth(target.token);
+  auto res = method == "GET" ? cli.Get(path) : cli.Post(path, body.dump(), "application/json");
+  if (!res) {
+    const httplib::Error err = res.error();
+    if (err == httplib::Error::SSLServerVerification)
+      return Status::Unavailable(fmt::format(
+          "the TLS certificate of {} did not verify ({}) against {}; pass --ca-cert PATH or set ELASTRAIN_CA_CERT to "
+          "the CA that signed it",
+          url, X509_verify_cert_error_string(cli.get_openssl_verify_result()),
+          ca_cert.empty() ? "the system's CAs" : ca_cert));
+    if (err == httplib::Error::SSLLoadingCerts)
+      return Status::InvalidArgument(fmt::format("cannot load the CA certificate '{}' (--ca-cert or ELASTRAIN_CA_CERT; "
+                                                 "expected a PEM file)",
+                                                 ca_cert));
+    return Status::Unavailable(fmt::format("cannot reach the head at {} ({}); is `elastrain head` or "
+                                           "`elastrain train` running? (--head URL, --run-dir DIR)",
+                                           url, httplib::to_string(err)));
+  }
+  auto j = nlohmann::json::parse(res->body, nullptr, false);
+  if (res->status != kHttpOk) {
+    std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
+    if (res->status == kHttpUnauthorized) msg += fmt::format(" (the token sent is from {})", target.token_source);
+    const Status st = StatusFromHttp(res->status, msg);
+    if (st.code() != StatusCode::kInternal) return st;
+    return Status::Internal(fmt::format("{} {}{}: {}", method, url, path, st.message()));  // "HTTP 500: ..."
+  }
+  if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
+  return j;
+}
+
+}  // namespace elastrain

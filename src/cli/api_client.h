@@ -1,0 +1,49 @@
+// How the job commands (submit, status, stop, chaos) reach the control API, and with
+// which token. The rule: a token is only ever sent to the URL its owner recorded beside
+// it, or to a --head the user named for a token the user gave.
+//   --run-dir DIR         URL from DIR/head_url, token DIR/token (a --head that differs
+//                         is refused, naming both; --token-file is refused)
+//   --head URL            token from --token-file PATH, else $ELASTRAIN_TOKEN, else the
+//                         default head token when the head_url beside it is URL
+//   neither               the default head: $HOME/.elastrain/head_url and head_token
+// Token files must pass the trust rule of jobctl/run_token.h. HTTPS servers are verified
+// against the system's CAs or --ca-cert / $ELASTRAIN_CA_CERT; never unverified.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+struct ApiTargetArgs {
+  std::string head;                // --head URL; "" when not given
+  std::string run_dir;             // --run-dir DIR; ""
+  std::string token_file;          // --token-file PATH; ""
+  std::string env_token;           // $ELASTRAIN_TOKEN; ""
+  std::string default_token_file;  // DefaultHeadTokenPath()
+};
+
+struct ApiTarget {
+  std::string url;           // "http://127.0.0.1:8265", "https://head:8265"
+  std::string token;         // the bearer token
+  std::string token_source;  // "/path/to/token", "ELASTRAIN_TOKEN": named in errors
+};
+
+// Where to send requests, and the token (rules above). Reads the token and URL files.
+Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& args);
+// The same URL for comparison: lower-case scheme and host, no trailing '/'.
+std::string NormalizeUrl(std::string url);
+
+// One request to the API ("GET" or "POST" with a JSON body); the JSON answer, or the
+// error the server named as a Status (common/http_status.h). `ca_cert`: a PEM CA file
+// for an https URL ("" : the system's CAs).
+Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
+                               const std::string& path, const nlohmann::json& body = nlohmann::json::object());
+
+// The CA file from --ca-cert, else $ELASTRAIN_CA_CERT, else "".
+std::string CaCertFrom(const std::string& flag);
+
+}  // namespace elastrain
