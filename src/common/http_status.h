@@ -18,12 +18,17 @@
 
 namespace elastrain {
 
+inline constexpr int kHttpContinue = 100;
 inline constexpr int kHttpOk = 200;
 inline constexpr int kHttpBadRequest = 400;
 inline constexpr int kHttpUnauthorized = 401;
 inline constexpr int kHttpForbidden = 403;
 inline constexpr int kHttpNotFound = 404;
 inline constexpr int kHttpConflict = 409;
+inline constexpr int kHttpLengthRequired = 411;
+inline constexpr int kHttpPayloadTooLarge = 413;
+inline constexpr int kHttpUnsupportedMediaType = 415;
+inline constexpr int kHttpMisdirected = 421;
 inline constexpr int kHttpInternalError = 500;
 
 // The code a server answers a non-ok `st` with (kHttpOk for an ok one).

@@ -105,14 +105,6 @@ Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
 
 namespace {
 
-// HTTP codes of the request checks (the Status <-> HTTP map is common/http_status.h).
-constexpr int kHttpForbidden = 403;
-constexpr int kHttpLengthRequired = 411;
-constexpr int kHttpPayloadTooLarge = 413;
-constexpr int kHttpUnsupportedMediaType = 415;
-constexpr int kHttpMisdirected = 421;
-constexpr int kHttpContinue = 100;
-
 // Who may call a route.
 enum class Access {
   kPublic,   // GET /: the page holds no data; it gets the token from its URL's fragment

@@ -15,6 +15,10 @@ kill_tracked() {
 # KEEP_WORK=1 keeps the work directory for a look after a failure.
 trap 'kill_tracked; [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
 cd "$WORK"
+# A home of the test's own: the head's token (~/.elastrain/head_token) and anything else
+# kept under $HOME stay inside $WORK and never touch the user's.
+export HOME="$WORK/home"
+mkdir -p "$HOME"
 PASSED=0
 FAILED=0
 

@@ -7,9 +7,9 @@
 #   6: a job that cannot get MIN workers fails after resource_wait_timeout, saying why.
 source "$(dirname "$0")/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
-# The head keeps its token in ~/.elastrain/head_token and records its URL beside it; the
-# CLI sends that token to that URL only (--head "$HEAD" is the same URL).
-export HOME="$WORK/home"
+# The head keeps its token in ~/.elastrain/head_token ($HOME is the test's own, lib.sh)
+# and records its URL beside it; the CLI sends that token to that URL only (--head "$HEAD"
+# is the same URL).
 unset ELASTRAIN_TOKEN
 start_etcd
 declare -A AGENT
