@@ -16,6 +16,7 @@ constexpr int kTaken[] = {SIGTERM, SIGINT};
 std::mutex g_mu;
 std::map<int, SignalHandler> g_handlers;  // GUARDED_BY(g_mu)
 sigset_t g_ignored_at_start;              // written before the thread starts
+pthread_t g_signal_thread;                // written before Forward is installed
 
 sigset_t TakenSet() {
   sigset_t set;
@@ -52,6 +53,12 @@ void Loop(sigset_t set) {
   }
 }
 
+// Threads that a library started before main (OpenBLAS's pool starts at load time) do
+// not block the signals, so one may be picked to take SIGTERM. This handler, run there,
+// hands the signal on to the signal thread, which blocks it and so takes it with
+// sigwaitinfo. pthread_kill is async-signal-safe.
+void Forward(int sig) { ::pthread_kill(g_signal_thread, sig); }
+
 }  // namespace
 
 void StartSignalThread() {
@@ -64,7 +71,17 @@ void StartSignalThread() {
     }
     sigset_t set = TakenSet();
     ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-    std::thread(Loop, set).detach();
+    std::thread loop(Loop, set);
+    g_signal_thread = loop.native_handle();
+    loop.detach();
+    for (int s : kTaken) {
+      if (sigismember(&g_ignored_at_start, s)) continue;
+      struct sigaction sa {};
+      sa.sa_handler = Forward;
+      sigfillset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      ::sigaction(s, &sa, nullptr);
+    }
   });
 }
 
@@ -98,6 +115,9 @@ TerminationNotice::~TerminationNotice() {
 }
 
 void ResetSignalMaskInChild() {
+  // Forward's signal thread is not in the child: the defaults (or SIG_IGN) again.
+  for (int s : kTaken)
+    if (!sigismember(&g_ignored_at_start, s)) ::signal(s, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -202,7 +203,8 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       break;
     }
     KeepLeadership();
-    (void)store_->WaitForChange(rev, opt_.tick * 5);
+    // Wake at least three times per lease: an idle head keeps its leadership.
+    (void)store_->WaitForChange(rev, std::min<std::chrono::milliseconds>(opt_.tick * 5, opt_.leader_ttl / 3));
   }
   const bool resumed = !record_.job_id.empty();
   record_.job_id = spec_.job_id;

@@ -1,5 +1,6 @@
 #include "monitor/job_api.h"
 
+#include <fcntl.h>
 #include <httplib.h>
 
 #include <arpa/inet.h>
@@ -9,6 +10,8 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -19,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/safe_path.h"
 #include "common/http_status.h"
 #include "common/log.h"
 #include "config/config.h"
@@ -91,15 +95,25 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
 
 Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
-  std::ifstream in(v.spec.run_dir + "/events.jsonl");
   std::deque<nlohmann::json> last;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto e = nlohmann::json::parse(line, nullptr, false);
-    if (e.is_discarded()) continue;
+  // Not through a link (common/safe_path.h): the run directory is the job's, not ours.
+  auto fd = OpenFile(v.spec.run_dir + "/events.jsonl", O_RDONLY);
+  if (!fd.ok()) {
+    if (fd.status().code() == StatusCode::kNotFound) return nlohmann::json::array();
+    return fd.status();
+  }
+  FILE* in = ::fdopen(fd->release(), "r");
+  if (in == nullptr) return Status::IOError(v.spec.run_dir + "/events.jsonl: fdopen failed");
+  char* buf = nullptr;
+  size_t cap = 0;
+  for (ssize_t n; (n = ::getline(&buf, &cap, in)) > 0;) {
+    auto e = nlohmann::json::parse(buf, buf + n, nullptr, false);
+    if (!e.is_object()) continue;  // a torn or foreign line
     last.push_back(std::move(e));
     if (last.size() > max_events) last.pop_front();
   }
+  std::free(buf);
+  std::fclose(in);
   return nlohmann::json(std::vector<nlohmann::json>(last.begin(), last.end()));
 }
 

@@ -19,6 +19,9 @@ cd "$WORK"
 # kept under $HOME stay inside $WORK and never touch the user's.
 export HOME="$WORK/home"
 mkdir -p "$HOME"
+# Nor do the caller's credentials reach a test.
+unset ELASTRAIN_TOKEN ELASTRAIN_CA_CERT ELASTRAIN_ETCD_CA ELASTRAIN_ETCD_CERT ELASTRAIN_ETCD_KEY \
+  ELASTRAIN_ETCD_USER ELASTRAIN_ETCD_PASSWORD_FILE
 PASSED=0
 FAILED=0
 
