@@ -83,6 +83,10 @@ std::string UrlHost(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
+// The most an answer of etcd may hold: far above elastrain's records (etcd's own limit
+// on a request is 1.5 MiB), low enough that a hostile endpoint cannot exhaust memory.
+constexpr size_t kMaxResponseBytes = size_t{64} << 20;
+
 class EtcdStore : public Store {
  public:
   EtcdStore(std::string host, int port, StoreOptions opt, bool tls, EtcdCredentials creds)
@@ -263,6 +267,10 @@ class EtcdStore : public Store {
       return http == 200;
     };
     req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      if (line.size() + n > kMaxResponseBytes) {
+        error = "a watch message exceeds the size limit";
+        return false;
+      }
       line.append(data, n);
       for (size_t nl; (nl = line.find('\n')) != std::string::npos; line.erase(0, nl + 1)) {
         const json msg = json::parse(line.substr(0, nl), nullptr, /*allow_exceptions=*/false);
@@ -449,7 +457,12 @@ class EtcdStore : public Store {
       http = r.status;
       return true;
     };
+    bool too_large = false;
     req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      if (text.size() + n > kMaxResponseBytes) {
+        too_large = true;
+        return false;  // a store that answers without end is cut, not buffered
+      }
       text.append(data, n);
       return true;
     };
@@ -459,6 +472,9 @@ class EtcdStore : public Store {
     httplib::Error err = httplib::Error::Success;
     (void)LastTlsError();  // start from an empty error queue: what follows is this request's
     const bool done = cli->send(req, res, err);
+    if (too_large)
+      return Status::Unavailable(url_ + ": " + what + ": the answer exceeds " +
+                                 std::to_string(kMaxResponseBytes >> 20) + " MiB; refused");
     json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
     const bool trailer_only = !done && err == httplib::Error::Read && http != 0 && body.is_object();
     // The client is dropped: its connection is in an unknown state.

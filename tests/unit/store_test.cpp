@@ -505,6 +505,27 @@ TEST(OpenStoreTest, AServerThatIsNotEtcdIsFailedPrecondition) {
   EXPECT_NE(store.status().message().find("HTTP 404"), std::string::npos) << store.status().ToString();
 }
 
+TEST(OpenStoreTest, AnAnswerWithoutEndIsCutNotBuffered) {
+  // A hostile endpoint streams far more than any etcd answer (64 MiB); the client stops
+  // reading at its limit instead of buffering it all.
+  std::atomic<size_t> sent{0};
+  FakeServer fake([&](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      static const std::string chunk(1 << 20, ' ');
+      if (sent >= (size_t{256} << 20)) {
+        sink.done();
+        return true;
+      }
+      sent += chunk.size();
+      return sink.write(chunk.data(), chunk.size());
+    });
+  });
+  auto store = OpenStore("etcd://127.0.0.1:" + std::to_string(fake.port()));
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("exceeds 64 MiB"), std::string::npos) << store.status().ToString();
+  EXPECT_LT(sent.load(), size_t{256} << 20);
+}
+
 TEST(OpenStoreTest, AHungEtcdIsDeadlineExceededAtTheRequestTimeout) {
   // The server answers only once the client has given up (or after the hang guard), so
   // only the request timeout can end the call: no race between the two.
