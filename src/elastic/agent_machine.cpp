@@ -86,6 +86,13 @@ void AgentMachine::On(const JobObserved& in, double now, Actions* out) {
     StartJob(*spec, *in.settings, now, out);
     return;
   }
+  // An embedded agent's one job can end before the agent first sees it (its controller
+  // refused the run directory): there is nothing to run, and the agent is done.
+  if (opt_.exit_when_job_ends && job_id_.empty() && spec && in.terminal) {
+    job_id_ = spec->job_id;
+    job_over_ = true;
+    return;
+  }
   if (!job_id_.empty() && (!spec || spec->job_id != job_id_ || in.terminal) && !job_over_) {
     LOG_INFO("agent {}: job {} is over; stopping its workers", opt_.id, job_id_);
     job_over_ = true;

@@ -210,14 +210,18 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   record_.job_id = spec_.job_id;
   GuardDirectory(spec_.run_dir);  // nothing below it is reached through a link
   (void)MakeDirs(spec_.run_dir);
-  ELASTRAIN_RETURN_IF_ERROR(events_.Open(spec_.run_dir + "/events.jsonl"));
-  auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
-  if (!cfg.ok()) {
+  // A job that cannot run at all (its run directory refused, its config unloadable)
+  // ends FAILED with the reason, so that agents and the submitter see it end.
+  const auto fail_job = [this](const Status& why) {
     record_.state = JobState::kFailed;
-    record_.reason = cfg.status().message();
+    record_.reason = why.message();
+    LOG_ERROR("job {}: {}", spec_.job_id, record_.reason);
     (void)store_->Put(keys::JobRecord(), ToJson(record_));
     return record_;
-  }
+  };
+  if (Status opened = events_.Open(spec_.run_dir + "/events.jsonl"); !opened.ok()) return fail_job(opened);
+  auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
+  if (!cfg.ok()) return fail_job(cfg.status());
   const RendezvousAddress rendezvous = RendezvousForJob(spec_, store_->url());
   settings_ = SettingsFromConfig(cfg.value(), spec_.job_id, rendezvous);
   // One line per event, at the job's log_level, beside events.jsonl.

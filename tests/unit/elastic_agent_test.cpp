@@ -464,6 +464,22 @@ TEST_F(AgentMachineTest, StopsAndCommandsOfAnotherJobAreIgnored) {
             std::vector<int>{SIGKILL});
 }
 
+TEST(AgentMachineEnd, AnEmbeddedAgentWhoseJobEndedBeforeItStartedEndsToo) {
+  AgentMachineOptions o;
+  o.id = "local";
+  o.slots = 2;
+  o.exit_when_job_ends = true;
+  AgentMachine m(o);
+  JobObserved j;
+  j.spec = JobSpec{"job1", "model_name: tiny\n", "/runs/job1", 1};
+  j.terminal = true;  // e.g. FAILED: its run directory was refused
+  j.settings = AgentJobSettings{};
+  auto acts = m.Step(j, 10);
+  EXPECT_TRUE(All<SpawnWorker>(acts).empty());
+  ASSERT_EQ(All<Finish>(acts).size(), 1u);
+  EXPECT_EQ(All<Finish>(acts)[0].end, AgentEnd::kJobEnded);
+}
+
 TEST(AgentMachineEnd, TheJobsEndDrainsItsWorkersAndEndsAnEmbeddedAgent) {
   AgentMachineOptions o;
   o.id = "a1";
