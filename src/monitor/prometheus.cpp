@@ -96,7 +96,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   // checkpoint_period=auto: the period the chief chose last.
   double period = st("checkpoint_period");
   for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
-    if (it->value("event", "") == "checkpoint_period_changed") {
+    if (JsonString(*it, "event") == "checkpoint_period_changed") {
       period = JsonNumber(*it, "to", period);
       break;
     }
@@ -122,7 +122,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
 
   std::vector<double> saves, stalls;
   for (const nlohmann::json& e : run.events)
-    if (e.value("event", "") == "checkpoint_saved") {
+    if (JsonString(e, "event") == "checkpoint_saved") {
       saves.push_back(JsonNumber(e, "write_seconds"));
       stalls.push_back(JsonNumber(e, "stall_seconds"));
     }

@@ -277,8 +277,9 @@ Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const c
       break;
     }
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (j.is_object() && j.contains("error")) {
-      failed = Status::IOError(fmt::format("rank {}: {}", r, j["error"].get<std::string>()));
+    if (j.is_object() && j.contains("error")) {  // a string unless the file is damaged
+      failed = Status::IOError(
+          fmt::format("rank {}: {}", r, j["error"].is_string() ? j["error"].get<std::string>() : j["error"].dump()));
       break;
     }
     auto infos = ckpt::ShardFileInfoFromJson(text.value());
