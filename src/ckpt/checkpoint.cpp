@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "ckpt/fault.h"
@@ -200,6 +201,19 @@ Status RemovePartial(const std::string& dir) {
   if (IsCommitted(dir))
     return Status::FailedPrecondition(fmt::format("{}: is committed; only partial checkpoints are removed", dir));
   return RemoveDir(dir);
+}
+
+Result<std::string> QuarantineCheckpoint(const std::string& dir) {
+  fs::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();
+  if (ParseStepName(p.filename().string()) < 0)
+    return Status::InvalidArgument(fmt::format("{}: not a checkpoint directory (expected step_NNNNNNNN)", dir));
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const fs::path to = p.parent_path() / fmt::format("damaged-{}-{}", p.filename().string(), now.count());
+  std::error_code ec;
+  fs::rename(p, to, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot move it to {} ({})", dir, to.string(), ec.message()));
+  return to.string();
 }
 
 }  // namespace elastrain::ckpt

@@ -115,5 +115,10 @@ Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string
 Status ApplyRetention(const std::string& run_dir, int keep, int64_t protect_step);
 // Removes one checkpoint directory that is NOT committed (FailedPrecondition if it is).
 Status RemovePartial(const std::string& dir);
+// Moves a checkpoint directory whose manifest does not validate out of the way, to
+// "<checkpoints>/damaged-step_N-<unix seconds>" beside it (no longer listed, kept for a
+// look), and returns the new path. For cleanup that must free step N's name (a restore
+// abandoning newer steps) without deleting what it could not validate.
+Result<std::string> QuarantineCheckpoint(const std::string& dir);
 
 }  // namespace elastrain::ckpt

@@ -333,6 +333,15 @@ void Checkpointer::RemoveNewerThan(int64_t step) {
   if (!listed.ok()) return;
   for (const auto& c : listed.value()) {
     if (c.step <= step) continue;
+    if (c.committed && !ckpt::ReadManifest(c.dir).ok()) {  // damaged: moved aside, never deleted
+      auto moved = ckpt::QuarantineCheckpoint(c.dir);
+      if (moved.ok()) {
+        LOG_WARN("moved {} to {} (newer than the checkpoint resumed from, and damaged)", c.dir, *moved);
+        continue;
+      }
+      // The step's name must be free for the next save of that step: removed after all.
+      LOG_WARN("{}; removing it instead", moved.status().message());
+    }
     std::error_code ec;
     std::filesystem::remove(c.dir + "/COMMITTED", ec);  // never half-removed yet valid-looking
     std::filesystem::remove_all(c.dir, ec);
