@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "ckpt/fault.h"
@@ -18,7 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// "step_00000120" -> 120; -1 for anything else (so stray files are never touched).
 int64_t ParseStepName(const std::string& name) {
   if (name.size() < 6 || name.compare(0, 5, "step_") != 0) return -1;
   int64_t step = 0;
@@ -60,6 +60,8 @@ Status RemoveDir(const std::string& dir) {
 }
 
 }  // namespace
+
+int64_t StepOfDirName(const std::string& name) { return ParseStepName(name); }
 
 std::string CheckpointDir(const std::string& run_dir, int64_t step) {
   return CheckpointsRoot(run_dir) + "/" + StepName(step);
@@ -156,20 +158,28 @@ Result<std::string> LatestCommitted(const std::string& run_dir) {
 
 Status ApplyRetention(const std::string& run_dir, int keep, int64_t protect_step) {
   ELASTRAIN_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all, ListCheckpoints(run_dir));
-  int64_t newest_committed = -1;
-  int committed_seen = 0;
+  int64_t newest_valid = -1;
+  int valid_seen = 0;
   Status first_error;
-  // Newest first: the first `keep` committed ones stay.
+  // Newest first: the first `keep` valid committed ones stay. A committed directory whose
+  // manifest does not validate is reported and left alone: it neither counts as kept
+  // (which would push a good checkpoint out) nor is removed (a damaged file is never a
+  // reason to delete anything, itself included; an operator decides).
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     const CheckpointInfo& c = *it;
     bool remove = false;
     if (c.committed) {
-      if (newest_committed < 0) newest_committed = c.step;
-      ++committed_seen;
-      remove = keep > 0 && committed_seen > keep && c.step != protect_step && !c.latest;
+      Result<Manifest> m = ReadManifest(c.dir);
+      if (!m.ok()) {
+        LOG_WARN("checkpoint: retention skips {}: {}", c.dir, m.status().message());
+        continue;
+      }
+      if (newest_valid < 0) newest_valid = c.step;
+      ++valid_seen;
+      remove = keep > 0 && valid_seen > keep && c.step != protect_step && !c.latest;
     } else {
-      // A partial directory newer than every committed one may be a save in progress.
-      remove = newest_committed >= 0 && c.step < newest_committed && c.step != protect_step;
+      // A partial directory newer than every valid committed one may be a save in progress.
+      remove = newest_valid >= 0 && c.step < newest_valid && c.step != protect_step && !c.latest;
     }
     if (!remove) continue;
     LOG_INFO("checkpoint: removing {} ({})", c.dir, c.committed ? "beyond the newest kept" : "stale partial save");
@@ -191,6 +201,19 @@ Status RemovePartial(const std::string& dir) {
   if (IsCommitted(dir))
     return Status::FailedPrecondition(fmt::format("{}: is committed; only partial checkpoints are removed", dir));
   return RemoveDir(dir);
+}
+
+Result<std::string> QuarantineCheckpoint(const std::string& dir) {
+  fs::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();
+  if (ParseStepName(p.filename().string()) < 0)
+    return Status::InvalidArgument(fmt::format("{}: not a checkpoint directory (expected step_NNNNNNNN)", dir));
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const fs::path to = p.parent_path() / fmt::format("damaged-{}-{}", p.filename().string(), now.count());
+  std::error_code ec;
+  fs::rename(p, to, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot move it to {} ({})", dir, to.string(), ec.message()));
+  return to.string();
 }
 
 }  // namespace elastrain::ckpt

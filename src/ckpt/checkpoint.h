@@ -32,6 +32,8 @@ namespace elastrain::ckpt {
 // ---- Layout ------------------------------------------------------------------------
 // "<run_dir>/checkpoints/step_00000120"
 std::string CheckpointDir(const std::string& run_dir, int64_t step);
+// 120 for "step_00000120"; -1 for any other name (so stray files are never touched).
+int64_t StepOfDirName(const std::string& name);
 // "params-00003.safetensors": the file of `kind` that rank `rank` writes.
 std::string ShardFileName(StateKind kind, int rank);
 
@@ -45,7 +47,9 @@ Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, co
                                      const std::vector<const float*>& data);
 
 // manifest.json in `dir`, written atomically. ReadManifest validates the format name,
-// version and every field; errors name the file and the field.
+// version and every field (types, ranges: step >= 0, mesh axes >= 1, shapes whose
+// element count and bytes fit int64, pieces inside their files); errors name the file
+// and the field. In a step_N directory the manifest's step must be N.
 Status WriteManifest(const std::string& dir, const Manifest& m);
 Result<Manifest> ReadManifest(const std::string& dir);
 std::string ManifestToJson(const Manifest& m);
@@ -91,7 +95,13 @@ Result<std::vector<float>> ReadPiece(const std::string& dir, const PieceRecord& 
 // NotFound if the tensor or kind is absent; Corruption if the pieces leave part of
 // the request uncovered or fail their checksum (naming file and tensor).
 Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind, const PieceSpec& want, float* out);
-// The whole tensor in its global row-major layout.
+// The tensor's element count, once its shape fits int64 and the files holding its
+// `kind` pieces are at least its F32 bytes: what a reader checks before allocating the
+// whole tensor, so that a damaged shape cannot make it allocate beyond the data on disk.
+// Corruption/NotFound naming the directory and tensor.
+Result<int64_t> GlobalTensorElements(const Manifest& m, const std::string& dir, StateKind kind,
+                                     const std::string& tensor);
+// The whole tensor in its global row-major layout (checked by GlobalTensorElements first).
 Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string& dir, StateKind kind,
                                             const std::string& tensor);
 
@@ -99,9 +109,16 @@ Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string
 // Removes committed checkpoints beyond the newest `keep` (keep <= 0: none), never
 // `protect_step` nor LATEST's target, and uncommitted directories older than the newest
 // committed one (stale partial saves). Newer uncommitted ones may be in progress and
-// are left alone.
+// are left alone. Only committed checkpoints whose manifest validates (ReadManifest)
+// count or are removed: a damaged one is logged and left in place, and never makes a
+// good one look old.
 Status ApplyRetention(const std::string& run_dir, int keep, int64_t protect_step);
 // Removes one checkpoint directory that is NOT committed (FailedPrecondition if it is).
 Status RemovePartial(const std::string& dir);
+// Moves a checkpoint directory whose manifest does not validate out of the way, to
+// "<checkpoints>/damaged-step_N-<unix seconds>" beside it (no longer listed, kept for a
+// look), and returns the new path. For cleanup that must free step N's name (a restore
+// abandoning newer steps) without deleting what it could not validate.
+Result<std::string> QuarantineCheckpoint(const std::string& dir);
 
 }  // namespace elastrain::ckpt

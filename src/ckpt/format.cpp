@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "common/checked_math.h"
+
 namespace elastrain::ckpt {
 
 const char* KindName(StateKind k) {
@@ -33,6 +35,12 @@ int64_t NumElements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+Result<int64_t> CheckedNumElements(const std::vector<int64_t>& shape, const std::string& what) {
+  ELASTRAIN_ASSIGN_OR_RETURN(const int64_t n, CheckedProduct(shape, what + " element count"));
+  ELASTRAIN_RETURN_IF_ERROR(CheckedMul(n, kF32Bytes, what + " bytes").status());
+  return n;
+}
+
 std::vector<int64_t> LocalViewShape(const PieceSpec& p) {
   std::vector<int64_t> s = p.global_shape;
   if (p.tp_dim >= 0 && p.tp_dim < static_cast<int>(s.size())) s[p.tp_dim] = p.tp_end - p.tp_begin;
@@ -48,6 +56,7 @@ Status ValidatePiece(const PieceSpec& p) {
   if (p.tensor.empty()) return bad("empty tensor name");
   for (int64_t d : p.global_shape)
     if (d < 0) return bad("negative dimension");
+  if (Result<int64_t> n = CheckedNumElements(p.global_shape, "shape"); !n.ok()) return bad(n.status().message());
   const int rank = static_cast<int>(p.global_shape.size());
   if (p.tp_dim < -1 || p.tp_dim >= rank) return bad(fmt::format("tp_dim must be -1 or in [0, {})", rank));
   if (p.tp_dim >= 0 && !(0 <= p.tp_begin && p.tp_begin <= p.tp_end && p.tp_end <= p.global_shape[p.tp_dim]))

@@ -42,11 +42,19 @@ struct PieceSpec {
 
 // "[4, 8]": a shape for messages and listings.
 std::string ShapeString(const std::vector<int64_t>& shape);
-// Product of the shape (1 for a scalar).
+// Product of the shape (1 for a scalar). Only for shapes already checked (a valid
+// piece, a manifest that ManifestFromJson accepted): it does not check for overflow.
 int64_t NumElements(const std::vector<int64_t>& shape);
+// Bytes of one element of every tensor checkpoints hold (F32).
+inline constexpr int64_t kF32Bytes = 4;
+// The element count of a shape from a file or a caller: InvalidArgument naming `what`
+// when a dimension is negative or when the count, or its F32 bytes, overflow int64.
+Result<int64_t> CheckedNumElements(const std::vector<int64_t>& shape, const std::string& what);
 // global_shape with tp_dim cut to [tp_begin, tp_end).
 std::vector<int64_t> LocalViewShape(const PieceSpec& p);
-// InvalidArgument unless the dims, the tp slice and the flat range fit the shape.
+// InvalidArgument unless the dims, the tp slice and the flat range fit the shape, and
+// the shape's element count and F32 bytes fit int64 (so every index and byte offset
+// derived from a valid piece is overflow-free).
 Status ValidatePiece(const PieceSpec& p);
 
 // A run of consecutive elements: local view index `local` .. local+n-1 are global flat

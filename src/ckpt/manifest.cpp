@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <cinttypes>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
@@ -15,6 +17,9 @@ namespace elastrain::ckpt {
 using json = nlohmann::ordered_json;  // keeps fields in the documented order
 
 namespace {
+
+// Bound of each mesh axis and the world (the config's num_workers bound).
+constexpr int64_t kMaxMeshAxis = 1 << 20;
 
 // Typed access to a JSON object with the path of each field for error messages.
 class Reader {
@@ -32,7 +37,17 @@ class Reader {
   }
   int64_t Int(const std::string& key) {
     const json* v = Get(key, json::value_t::number_integer, "an integer");
+    if (v && v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      Error(key, fmt::format("{} does not fit a signed 64-bit integer", v->get<uint64_t>()));
+      return 0;
+    }
     return v ? v->get<int64_t>() : 0;
+  }
+  // An integer in [lo, hi]; the error names the field, the value and the range.
+  int64_t IntIn(const std::string& key, int64_t lo, int64_t hi) {
+    const int64_t v = Int(key);
+    if (ok() && (v < lo || v > hi)) Error(key, fmt::format("{} is out of range: expected an integer in [{}, {}]", v, lo, hi));
+    return v;
   }
   std::string Str(const std::string& key) {
     const json* v = Get(key, json::value_t::string, "a string");
@@ -90,6 +105,10 @@ std::vector<int64_t> Shape(Reader& r, const std::string& key) {
     }
     shape.push_back(d.get<int64_t>());
   }
+  if (r.ok()) {
+    Result<int64_t> n = CheckedNumElements(shape, ShapeString(shape));
+    if (!n.ok()) r.Error(key, n.status().message());
+  }
   return shape;
 }
 
@@ -99,8 +118,8 @@ Status PieceFromJson(Reader r, PieceRecord* out, const std::string* tensor, cons
   out->spec.global_shape = shape ? *shape : Shape(r, "shape");
   out->file = r.Str("file");
   out->key = r.Str("key");
-  out->data_offset = r.Int("data_offset");
-  out->spec.tp_dim = static_cast<int>(r.Int("tp_dim"));
+  out->data_offset = r.IntIn("data_offset", 0, INT64_MAX);
+  out->spec.tp_dim = static_cast<int>(r.IntIn("tp_dim", -1, 64));
   out->spec.tp_begin = r.Int("tp_begin");
   out->spec.tp_end = r.Int("tp_end");
   out->spec.flat_begin = r.Int("flat_begin");
@@ -140,7 +159,7 @@ Result<std::vector<ShardFileInfo>> ShardFileInfoFromJson(const std::string& text
     Reader f = files.At(i);
     ShardFileInfo s;
     s.file = f.Str("file");
-    s.bytes = f.Int("bytes");
+    s.bytes = f.IntIn("bytes", 0, INT64_MAX);
     const std::string kind = f.Str("kind");
     Reader pieces = f.Sub("pieces", json::value_t::array, "an array");
     ELASTRAIN_RETURN_IF_ERROR(pieces.status());
@@ -195,24 +214,28 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
     return Status::Corruption(fmt::format("{}: field 'version' is {}, this build reads version {}; use a matching "
                                           "elastrain", origin, version, kFormatVersion));
   Manifest m;
-  m.step = r.Int("step");
+  // A negative step once made a restore delete every newer checkpoint (all of them).
+  m.step = r.IntIn("step", 0, INT64_MAX);
   m.config_yaml = r.Str("config_yaml");
   m.rng_state = r.Str("rng_state");
   Reader mesh = r.Sub("mesh", json::value_t::object, "an object");
-  m.mesh = {static_cast<int>(mesh.Int("data")), static_cast<int>(mesh.Int("fsdp")), static_cast<int>(mesh.Int("tensor")),
-            static_cast<int>(mesh.Int("world"))};
+  m.mesh = {static_cast<int>(mesh.IntIn("data", 1, kMaxMeshAxis)), static_cast<int>(mesh.IntIn("fsdp", 1, kMaxMeshAxis)),
+            static_cast<int>(mesh.IntIn("tensor", 1, kMaxMeshAxis)), static_cast<int>(mesh.IntIn("world", 1, kMaxMeshAxis))};
   ELASTRAIN_RETURN_IF_ERROR(mesh.status());
+  if (static_cast<int64_t>(m.mesh.data) * m.mesh.fsdp * m.mesh.tensor != m.mesh.world)  // each <= 2^20: no overflow
+    return Status::Corruption(fmt::format("{}: field 'mesh.world' is {}, expected data*fsdp*tensor = {}*{}*{}", origin,
+                                          m.mesh.world, m.mesh.data, m.mesh.fsdp, m.mesh.tensor));
   Reader ds = r.Sub("data_state", json::value_t::object, "an object");
   m.data.seed = static_cast<uint64_t>(ds.Int("seed"));
-  m.data.epoch = ds.Int("epoch");
-  m.data.step = ds.Int("step");
-  m.data.consumed_samples = ds.Int("consumed_samples");
+  m.data.epoch = ds.IntIn("epoch", 0, INT64_MAX);
+  m.data.step = ds.IntIn("step", 0, INT64_MAX);
+  m.data.consumed_samples = ds.IntIn("consumed_samples", 0, INT64_MAX);
   ELASTRAIN_RETURN_IF_ERROR(ds.status());
   Reader files = r.Sub("files", json::value_t::array, "an array");
   ELASTRAIN_RETURN_IF_ERROR(files.status());
   for (size_t i = 0; i < files.size(); ++i) {
     Reader f = files.At(i);
-    FileRecord rec{f.Str("name"), StateKind::kParams, f.Int("bytes")};
+    FileRecord rec{f.Str("name"), StateKind::kParams, f.IntIn("bytes", 0, INT64_MAX)};
     const std::string kind = f.Str("kind");
     ELASTRAIN_RETURN_IF_ERROR(f.status());
     Result<StateKind> k = KindFromName(kind);
@@ -228,6 +251,7 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
     Reader t = tensors.At(i);
     TensorRecord rec;
     rec.name = t.Str("name");
+    if (t.ok() && rec.name.empty()) t.Error("name", "expected a non-empty tensor name");
     rec.dtype = t.Str("dtype");
     rec.global_shape = Shape(t, "shape");
     Reader pieces = t.Sub("pieces", json::value_t::object, "an object");
@@ -240,11 +264,18 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
       for (size_t p = 0; p < list.size(); ++p) {
         PieceRecord pr;
         ELASTRAIN_RETURN_IF_ERROR(PieceFromJson(list.At(p), &pr, &rec.name, &rec.global_shape));
-        bool listed = false;
-        for (const FileRecord& f : m.files) listed = listed || (f.name == pr.file && f.kind == k);
-        if (!listed)
+        const FileRecord* file = nullptr;
+        for (const FileRecord& f : m.files)
+          if (f.name == pr.file && f.kind == k) file = &f;
+        if (file == nullptr)
           return Status::Corruption(fmt::format("{}: tensor '{}' piece in '{}' ({}) names a file missing from 'files'",
                                                 origin, rec.name, pr.file, KindName(k)));
+        // A valid piece's size*4 fits int64 (ValidatePiece); its end must too, inside the file.
+        int64_t end = 0;
+        if (__builtin_add_overflow(pr.data_offset, pr.spec.size() * kF32Bytes, &end) || end > file->bytes)
+          return Status::Corruption(fmt::format(
+              "{}: field 'tensors[{}].pieces.{}[{}].data_offset': {} + {} bytes lies outside '{}' ({} bytes)", origin,
+              i, KindName(k), p, pr.data_offset, pr.spec.size() * kF32Bytes, pr.file, file->bytes));
         rec.pieces[static_cast<int>(k)].push_back(std::move(pr));
       }
     }
@@ -264,7 +295,15 @@ Status WriteManifest(const std::string& dir, const Manifest& m) {
 Result<Manifest> ReadManifest(const std::string& dir) {
   const std::string path = dir + "/" + kManifestFile;
   ELASTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ManifestFromJson(text, path);
+  ELASTRAIN_ASSIGN_OR_RETURN(Manifest m, ManifestFromJson(text, path));
+  // In a step directory the step must be the directory's: restore and cleanup trust it.
+  std::filesystem::path p(dir);
+  if (!p.has_filename()) p = p.parent_path();  // "step_00000010/"
+  const int64_t dir_step = StepOfDirName(p.filename().string());
+  if (dir_step >= 0 && dir_step != m.step)
+    return Status::Corruption(fmt::format("{}: field 'step' is {}, but the directory is {} (step {}); the manifest "
+                                          "belongs to another checkpoint", path, m.step, p.filename().string(), dir_step));
+  return m;
 }
 
 }  // namespace elastrain::ckpt

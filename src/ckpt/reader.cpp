@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "ckpt/checkpoint.h"
 #include "ckpt/safetensors.h"
+#include "common/checked_math.h"
 #include "common/files.h"
 
 namespace elastrain::ckpt {
@@ -137,11 +139,41 @@ Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind
   return Status::OK();
 }
 
-Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string& dir, StateKind kind,
-                                            const std::string& tensor) {
+Result<int64_t> GlobalTensorElements(const Manifest& m, const std::string& dir, StateKind kind,
+                                     const std::string& tensor) {
   const TensorRecord* t = m.Find(tensor);
   if (t == nullptr) return Status::NotFound(fmt::format("{}: checkpoint has no tensor '{}'", dir, tensor));
-  PieceSpec want{tensor, t->global_shape, -1, 0, 0, 0, NumElements(t->global_shape)};
+  Result<int64_t> numel = CheckedNumElements(t->global_shape, fmt::format("{}: tensor '{}' shape", dir, tensor));
+  if (!numel.ok()) return CorruptionOf(numel.status());
+  if (*numel == 0) return int64_t{0};
+  if (t->Pieces(kind).empty())
+    return Status::NotFound(fmt::format("{}: tensor '{}' has no {} pieces", dir, t->name, KindName(kind)));
+  // The pieces of one kind are disjoint bytes of their files, so the tensor cannot be
+  // larger than those files really are: checked before a reader allocates it.
+  std::set<std::string> seen;
+  int64_t file_bytes = 0;
+  for (const PieceRecord& p : t->Pieces(kind)) {
+    if (!seen.insert(p.file).second) continue;
+    const std::string path = dir + "/" + p.file;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      return Status::NotFound(fmt::format("{}: cannot stat shard file for tensor '{}' ({})", path, t->name,
+                                          std::strerror(errno)));
+    if (__builtin_add_overflow(file_bytes, static_cast<int64_t>(st.st_size), &file_bytes)) file_bytes = INT64_MAX;
+  }
+  if (*numel > file_bytes / kF32Bytes)
+    return Status::Corruption(fmt::format("{}: tensor '{}' has shape {} ({} F32 bytes), but the files of its {} pieces "
+                                          "hold only {} bytes (a damaged manifest)",
+                                          dir, t->name, ShapeString(t->global_shape), *numel * kF32Bytes,
+                                          KindName(kind), file_bytes));
+  return *numel;
+}
+
+Result<std::vector<float>> ReadGlobalTensor(const Manifest& m, const std::string& dir, StateKind kind,
+                                            const std::string& tensor) {
+  ELASTRAIN_ASSIGN_OR_RETURN(const int64_t numel, GlobalTensorElements(m, dir, kind, tensor));
+  const TensorRecord* t = m.Find(tensor);
+  PieceSpec want{tensor, t->global_shape, -1, 0, 0, 0, numel};
   std::vector<float> out(static_cast<size_t>(want.size()));
   ELASTRAIN_RETURN_IF_ERROR(ReadTensorSlice(m, dir, kind, want, out.data()));
   return out;

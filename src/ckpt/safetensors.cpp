@@ -14,6 +14,7 @@
 #include <set>
 
 #include "ckpt/fault.h"
+#include "common/checked_math.h"
 #include "common/files.h"
 
 namespace elastrain::ckpt {
@@ -62,17 +63,37 @@ const SafetensorsEntry* SafetensorsHeader::Find(const std::string& key) const {
   return nullptr;
 }
 
+namespace {
+// Bytes per element of the safetensors dtypes (the format's full list); 0: unknown.
+int64_t DtypeBytes(const std::string& dtype) {
+  static const std::pair<const char*, int64_t> kSizes[] = {
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1}};
+  for (const auto& [name, bytes] : kSizes)
+    if (dtype == name) return bytes;
+  return 0;
+}
+}  // namespace
+
 Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::NotFound(fmt::format("{}: cannot open ({})", path, Errno()));
   struct stat st {};
-  ::fstat(fd, &st);
+  if (::fstat(fd, &st) != 0) {
+    const std::string why = Errno();
+    ::close(fd);
+    return Status::IOError(fmt::format("{}: cannot stat ({})", path, why));
+  }
   const int64_t file_size = st.st_size;
   uint64_t len = 0;
-  Status s = PreadAll(fd, &len, 8, 0, path);
+  Status s = file_size < 8 ? Status::Corruption(fmt::format("{}: {} bytes, shorter than the 8-byte header length "
+                                                            "(not a safetensors file)", path, file_size))
+                           : PreadAll(fd, &len, 8, 0, path);
   std::string text;
-  if (s.ok() && (len == 0 || static_cast<int64_t>(len) > std::min(kMaxHeaderBytes, file_size - 8)))
-    s = Status::Corruption(fmt::format("{}: header length {} does not fit the file ({} bytes)", path, len, file_size));
+  // Compared as unsigned: a length of 2^63 or more must not turn negative and pass.
+  if (s.ok() && (len == 0 || len > static_cast<uint64_t>(std::min(kMaxHeaderBytes, file_size - 8))))
+    s = Status::Corruption(fmt::format("{}: header length {} does not fit the file ({} bytes; at most {} allowed)",
+                                       path, len, file_size, kMaxHeaderBytes));
   if (s.ok()) {
     text.resize(len);
     s = PreadAll(fd, text.data(), len, 8, path);
@@ -83,7 +104,8 @@ Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return bad("not a JSON object");
   SafetensorsHeader h;
-  h.data_start = 8 + static_cast<int64_t>(len);
+  h.data_start = 8 + static_cast<int64_t>(len);  // len <= kMaxHeaderBytes
+  const int64_t data_bytes = file_size - h.data_start;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const nlohmann::json& v = it.value();
     if (it.key() == "__metadata__") {
@@ -99,17 +121,33 @@ Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
     SafetensorsEntry e;
     e.key = it.key();
     e.dtype = v["dtype"].get<std::string>();
+    const int64_t elem_bytes = DtypeBytes(e.dtype);
+    if (elem_bytes == 0) return bad(fmt::format("tensor '{}': unknown dtype '{}'", e.key, e.dtype));
     for (const auto& d : v["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad(fmt::format("tensor '{}': bad shape", e.key));
+      // is_number_unsigned values above INT64_MAX would wrap in get<int64_t>.
+      if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > INT64_MAX) || d.get<int64_t>() < 0)
+        return bad(fmt::format("tensor '{}': shape {} must hold integers in [0, 2^63)", e.key, v["shape"].dump()));
       e.shape.push_back(d.get<int64_t>());
     }
-    if (!v["data_offsets"][0].is_number_integer() || !v["data_offsets"][1].is_number_integer())
-      return bad(fmt::format("tensor '{}': data_offsets must be integers", e.key));
-    e.begin = v["data_offsets"][0].get<int64_t>();
-    e.end = v["data_offsets"][1].get<int64_t>();
-    if (e.begin < 0 || e.end < e.begin || h.data_start + e.end > file_size)
+    const nlohmann::json &b = v["data_offsets"][0], &en = v["data_offsets"][1];
+    auto int64_ok = [](const nlohmann::json& x) {
+      return x.is_number_integer() && !(x.is_number_unsigned() && x.get<uint64_t>() > INT64_MAX);
+    };
+    if (!int64_ok(b) || !int64_ok(en))
+      return bad(fmt::format("tensor '{}': data_offsets {} must be integers in [0, 2^63)", e.key, v["data_offsets"].dump()));
+    e.begin = b.get<int64_t>();
+    e.end = en.get<int64_t>();
+    // Relative to the data start, so no addition that could overflow.
+    if (e.begin < 0 || e.end < e.begin || e.end > data_bytes)
       return bad(fmt::format("tensor '{}': data_offsets [{}, {}] outside the {} data bytes (file truncated?)", e.key,
-                             e.begin, e.end, file_size - h.data_start));
+                             e.begin, e.end, data_bytes));
+    Result<int64_t> numel = CheckedProduct(e.shape, fmt::format("tensor '{}' shape element count", e.key));
+    Result<int64_t> bytes = numel.ok() ? CheckedMul(*numel, elem_bytes, fmt::format("tensor '{}' bytes", e.key))
+                                       : Result<int64_t>(numel.status());
+    if (!bytes.ok()) return bad(bytes.status().message());
+    if (e.end - e.begin != *bytes)
+      return bad(fmt::format("tensor '{}': data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", e.key, e.begin,
+                             e.end, e.end - e.begin, e.dtype, v["shape"].dump(), *bytes));
     h.entries.push_back(std::move(e));
   }
   std::sort(h.entries.begin(), h.entries.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
@@ -133,12 +171,14 @@ Result<std::string> HeaderText(const std::string& path, const std::vector<Safete
   for (const SafetensorsWriter::Entry& e : entries) {
     if (!keys.insert(e.key).second || e.key == "__metadata__")
       return Status::InvalidArgument(fmt::format("{}: tensor key '{}' is not unique", path, e.key));
-    int64_t bytes = 4;
-    for (int64_t d : e.shape) bytes *= d;
-    header[e.key] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, offset + bytes}}};
+    ELASTRAIN_ASSIGN_OR_RETURN(const int64_t numel,
+                               CheckedProduct(e.shape, fmt::format("{}: tensor '{}' element count", path, e.key)));
+    ELASTRAIN_ASSIGN_OR_RETURN(const int64_t bytes, CheckedMul(numel, 4, fmt::format("{}: tensor '{}' bytes", path, e.key)));
+    ELASTRAIN_ASSIGN_OR_RETURN(const int64_t next, CheckedAdd(offset, bytes, fmt::format("{}: data size", path)));
+    header[e.key] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {offset, next}}};
     offsets->push_back(offset);
     sizes->push_back(bytes);
-    offset += bytes;
+    offset = next;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -187,7 +227,7 @@ Status SafetensorsWriter::Fail(Status st) {
 
 Result<uint64_t> SafetensorsWriter::Append(const float* data, int64_t n) {
   if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{}: writer already finished or failed", path_));
-  if (next_ >= sizes_.size() || n * 4 != sizes_[next_])
+  if (next_ >= sizes_.size() || n < 0 || n > sizes_[next_] / 4 || n * 4 != sizes_[next_])
     return Fail(Status::InvalidArgument(fmt::format("{}: entry {} given {} floats, header says {}", path_, next_, n,
                                                     next_ < sizes_.size() ? sizes_[next_] / 4 : 0)));
   if (FaultArmed(FaultPoint::kFailWrite, path_))

@@ -15,6 +15,7 @@
 #include "ckpt/safetensors.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "common/checked_math.h"
 #include "common/files.h"
 
 namespace elastrain {
@@ -77,7 +78,8 @@ int Inspect(const std::string& dir, bool json) {
     return 0;
   }
   int64_t bytes = 0;
-  for (const ckpt::FileRecord& f : m->files) bytes += f.bytes;
+  for (const ckpt::FileRecord& f : m->files)  // recorded sizes, each >= 0: saturate rather than wrap
+    if (__builtin_add_overflow(bytes, f.bytes, &bytes)) bytes = INT64_MAX;
   std::string out = fmt::format("checkpoint {} ({})\n", dir, FileExists(dir + "/" + ckpt::kCommittedFile) ? "committed" : "NOT committed");
   out += fmt::format("step: {}\n", m->step);
   out += fmt::format("mesh: data {} x fsdp {} x tensor {} (world {})\n", m->mesh.data, m->mesh.fsdp, m->mesh.tensor,
@@ -120,6 +122,20 @@ Result<std::string> ModelConfigJson(const ckpt::Manifest& m) {
   return j.dump(2) + "\n";
 }
 
+// The first ancestor of `path` (itself included) that does not exist, or "" if it does.
+std::filesystem::path FirstMissing(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path missing;
+  for (std::filesystem::path p = path; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    missing = p;
+    if (p == p.parent_path()) break;
+  }
+  return missing;
+}
+
+// Everything is checked before anything is written; a failure after that removes what
+// this command created (the temp file, a new output directory, the output file), so a
+// failed export leaves the disk as it was.
 int Export(const std::string& dir, const std::string& out) {
   auto m = ckpt::ReadManifest(dir);
   if (!m.ok()) return Fail("export", m.status());
@@ -127,29 +143,51 @@ int Export(const std::string& dir, const std::string& out) {
     return Fail("export", Status::FailedPrecondition(fmt::format("{}: not committed (a partial save); export a "
                                                                  "committed checkpoint", dir)));
   std::vector<ckpt::SafetensorsWriter::Entry> entries;
-  for (const ckpt::TensorRecord& t : m->tensors) entries.push_back({t.name, t.global_shape});
-  const std::filesystem::path out_path(out);
-  if (out_path.has_parent_path()) {
-    Status st = MakeDirs(out_path.parent_path().string());
-    if (!st.ok()) return Fail("export", st);
+  int64_t total_bytes = 0;
+  for (const ckpt::TensorRecord& t : m->tensors) {
+    auto numel = ckpt::GlobalTensorElements(*m, dir, StateKind::kParams, t.name);
+    if (!numel.ok()) return Fail("export", numel.status());
+    auto sum = CheckedAdd(total_bytes, *numel * ckpt::kF32Bytes, fmt::format("{}: total bytes of the export", dir));
+    if (!sum.ok()) return Fail("export", CorruptionOf(sum.status()));
+    total_bytes = *sum;
+    entries.push_back({t.name, t.global_shape});
   }
-  auto w = ckpt::SafetensorsWriter::Create(
-      out, entries, {{"format", "pt"}, {"source", ckpt::kFormatName}, {"step", std::to_string(m->step)}});
-  if (!w.ok()) return Fail("export", w.status());
-  for (const ckpt::TensorRecord& t : m->tensors) {  // one tensor in memory at a time
-    auto values = ckpt::ReadGlobalTensor(*m, dir, StateKind::kParams, t.name);
-    if (!values.ok()) return Fail("export", values.status());
-    auto sum = (*w)->Append(values->data(), static_cast<int64_t>(values->size()));
-    if (!sum.ok()) return Fail("export", sum.status());
-  }
-  auto size = (*w)->Finish();
-  if (!size.ok()) return Fail("export", size.status());
   auto config = ModelConfigJson(*m);
   if (!config.ok()) return Fail("export", config.status());
+  const std::filesystem::path out_path(out);
   const std::string config_path = (out_path.parent_path() / "config.json").string();
+  const std::filesystem::path created = out_path.has_parent_path() ? FirstMissing(out_path.parent_path()) : "";
+  bool renamed = false;
+  int64_t file_bytes = 0;
+  auto fail = [&](const Status& st) {
+    std::error_code ec;
+    if (renamed) std::filesystem::remove(out_path, ec);
+    if (!created.empty()) std::filesystem::remove_all(created, ec);
+    return Fail("export", st);
+  };
+  if (out_path.has_parent_path()) {
+    Status st = MakeDirs(out_path.parent_path().string());
+    if (!st.ok()) return fail(st);
+  }
+  {
+    // Destroying an unfinished writer removes its temp file.
+    auto w = ckpt::SafetensorsWriter::Create(
+        out, entries, {{"format", "pt"}, {"source", ckpt::kFormatName}, {"step", std::to_string(m->step)}});
+    if (!w.ok()) return fail(w.status());
+    for (const ckpt::TensorRecord& t : m->tensors) {  // one tensor in memory at a time
+      auto values = ckpt::ReadGlobalTensor(*m, dir, StateKind::kParams, t.name);
+      if (!values.ok()) return fail(values.status());
+      auto sum = (*w)->Append(values->data(), static_cast<int64_t>(values->size()));
+      if (!sum.ok()) return fail(sum.status());
+    }
+    auto size = (*w)->Finish();
+    if (!size.ok()) return fail(size.status());
+    renamed = true;
+    file_bytes = *size;
+  }
   Status st = WriteFileAtomic(config_path, *config);
-  if (!st.ok()) return Fail("export", st);
-  std::printf("wrote %s (%zu tensors, %s) and %s\n", out.c_str(), m->tensors.size(), Bytes(*size).c_str(),
+  if (!st.ok()) return fail(st);
+  std::printf("wrote %s (%zu tensors, %s) and %s\n", out.c_str(), m->tensors.size(), Bytes(file_bytes).c_str(),
               config_path.c_str());
   return 0;
 }

@@ -78,8 +78,13 @@ void PrintPlan(const TrainConfig& c, const Mesh& mesh, const PlanBatch& batch) {
   out += fmt::format("  AdamW m+v     {:>11}  (8 B x params/rank)\n", Bytes(p.optimizer_bytes));
   out += fmt::format("  activations   {:>11}  (local model, {} rows x {} tokens, remat {})\n",
                      Bytes(p.activation_bytes), batch.micro_batch, batch.seq_len, RematPolicyName(c.remat_policy));
+  // A valid config keeps one rank's bytes within int64; times the world it may not.
+  int64_t all_ranks = 0;
+  const std::string all = __builtin_mul_overflow(p.total_bytes(), static_cast<int64_t>(world), &all_ranks)
+                              ? std::string("more than 8 EiB")
+                              : Bytes(all_ranks);
   out += fmt::format("  total         {:>11}   x {} ranks = {} (this machine has {} available)\n",
-                     Bytes(p.total_bytes()), world, Bytes(p.total_bytes() * world), Bytes(AvailableMemoryBytes()));
+                     Bytes(p.total_bytes()), world, all, Bytes(AvailableMemoryBytes()));
   out += fmt::format("  FLOPs/step    {:.3e} model FLOPs of the global batch / {} ranks\n", p.model_flops_per_rank,
                      world);
   out += fmt::format("                {:.3e} computed by the rank (replicated head{})\n", p.rank_flops,

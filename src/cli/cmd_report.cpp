@@ -18,6 +18,7 @@
 #include "wire/protocol.h"
 #include "monitor/goodput.h"
 #include "monitor/job_api.h"
+#include "monitor/json_fields.h"
 #include "monitor/run_view.h"
 
 namespace elastrain {
@@ -34,19 +35,20 @@ nlohmann::json StatusFromFiles(const std::string& run_dir, const RunSnapshot& ru
     if (cfg.ok()) j.update(ConfigStatusFields(cfg.value()));
   }
   for (const nlohmann::json& e : run.events) {
-    const std::string name = e.value("event", "");
-    if (name == "job_submitted") j["job"] = e.value("job", "");
+    // Typed reads: a field of another type (a damaged line) gives the default, never throws.
+    const std::string name = JsonString(e, "event");
+    if (name == "job_submitted") j["job"] = JsonString(e, "job");
     if (name == "generation_started") {
-      j["generation"] = e.value("generation", int64_t{-1});
-      j["world"] = e.value("world", 0);
-      if (e.value("generation", int64_t{0}) > 0) j["restarts"] = j["restarts"].get<int64_t>() + 1;
+      j["generation"] = JsonInteger(e, "generation", -1);
+      j["world"] = JsonInteger(e, "world", 0);
+      if (JsonInteger(e, "generation", 0) > 0) j["restarts"] = j["restarts"].get<int64_t>() + 1;
     }
-    if (name == "generation_failed") j["failures"] = e.value("failures", int64_t{0});
-    if (name == "checkpoint_saved") j["latest_checkpoint_step"] = e.value("step", int64_t{-1});
-    if (name == "job_state") j["reason"] = e.value("reason", "");
+    if (name == "generation_failed") j["failures"] = JsonInteger(e, "failures", 0);
+    if (name == "checkpoint_saved") j["latest_checkpoint_step"] = JsonInteger(e, "step", -1);
+    if (name == "job_state") j["reason"] = JsonString(e, "reason");
   }
   for (const nlohmann::json& m : run.metrics)
-    if (m.contains("loss")) j["step"] = m.value("step", int64_t{0});
+    if (m.contains("loss")) j["step"] = JsonInteger(m, "step", 0);
   if (!j.contains("job")) j["job"] = std::filesystem::path(run_dir).filename().string();
   return j;
 }

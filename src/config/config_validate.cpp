@@ -7,14 +7,56 @@
 #include <string_view>
 #include <utility>
 
+#include "common/checked_math.h"
 #include "common/files.h"
 #include "config/config_keys.h"
+#include "model/activations.h"
 
 namespace elastrain {
 namespace {
 
 // Ranks are ints (Gloo's too); this bound keeps every rank and group size far from overflow.
 constexpr int64_t kMaxWorkers = 1 << 20;
+// The documented ranges of the integer keys (configs/base.yml says the same). They keep
+// every count derived from a config (samples, tokens, step numbers, offsets) far from
+// int64 overflow; the products that could still overflow are checked in ValidateSizes.
+constexpr int64_t kMaxSteps = int64_t{1} << 40;         // steps and every period or step number
+constexpr int64_t kMaxBatchRows = int64_t{1} << 20;     // per_device_batch_size, accumulation, eval_steps
+constexpr int64_t kMaxGlobalBatch = int64_t{1} << 30;   // rows of one optimizer step
+constexpr int64_t kMaxThreads = 4096;
+constexpr int64_t kMaxCheckpointsKept = int64_t{1} << 20;
+
+struct IntRange {
+  const char* key;
+  int64_t TrainConfig::*field;
+  int64_t lo, hi;
+};
+// Upper bounds of every integer key (lower bounds, with their own messages, are in the
+// topic checks below); the model shape keys are bounded by ModelConfig::Validate
+// (model/model_config.h), num_workers by ResolveWorkerRange, the seeds take any int64.
+constexpr IntRange kIntRanges[] = {
+    {"log_period", &TrainConfig::log_period, 1, kMaxSteps},
+    {"per_device_batch_size", &TrainConfig::per_device_batch_size, 1, kMaxBatchRows},
+    {"global_batch_size", &TrainConfig::global_batch_size, 0, kMaxGlobalBatch},
+    {"gradient_accumulation_steps", &TrainConfig::gradient_accumulation_steps, 1, kMaxBatchRows},
+    {"max_target_length", &TrainConfig::max_target_length, 1, kMaxSeqLen},
+    {"steps", &TrainConfig::steps, 1, kMaxSteps},
+    {"eval_interval", &TrainConfig::eval_interval, -kMaxSteps, kMaxSteps},
+    {"eval_steps", &TrainConfig::eval_steps, 1, kMaxBatchRows},
+    {"threads_per_worker", &TrainConfig::threads_per_worker, 0, kMaxThreads},
+    {"record_consumed_samples", &TrainConfig::record_consumed_samples, 0, 1},
+    {"fail_at_step", &TrainConfig::fail_at_step, 0, kMaxSteps},
+    {"checkpoint_period", &TrainConfig::checkpoint_period, 1, kMaxSteps},
+    {"checkpoint_period_min", &TrainConfig::checkpoint_period_min, 1, kMaxSteps},
+    {"checkpoint_period_max", &TrainConfig::checkpoint_period_max, 1, kMaxSteps},
+    {"max_num_checkpoints_to_keep", &TrainConfig::max_num_checkpoints_to_keep, -1, kMaxCheckpointsKept},
+    {"ici_data_parallelism", &TrainConfig::ici_data_parallelism, -1, kMaxWorkers},
+    {"ici_fsdp_parallelism", &TrainConfig::ici_fsdp_parallelism, -1, kMaxWorkers},
+    {"ici_tensor_parallelism", &TrainConfig::ici_tensor_parallelism, -1, kMaxWorkers},
+    {"max_failures", &TrainConfig::max_failures, -1, kMaxWorkers},
+    {"host_failure_threshold", &TrainConfig::host_failure_threshold, 1, kMaxWorkers},
+    {"dashboard_port", &TrainConfig::dashboard_port, 0, 65535},
+};
 
 Status Bad(std::string_view key, const auto& value, std::string_view expected) {
   return Status::InvalidArgument(fmt::format("{}={}: {}", key, value, expected));
@@ -47,6 +89,39 @@ Status OneOf(std::string_view key, const std::string& v, std::initializer_list<s
 Status PathExists(std::string_view key, const std::string& path) {
   if (FileExists(path) || IsDirectory(path)) return Status::OK();
   return Bad(key, path, "no such file or directory");
+}
+
+Status ValidateUpperBounds(const TrainConfig& c) {
+  for (const IntRange& r : kIntRanges)
+    if (c.*r.field > r.hi)
+      return Bad(r.key, c.*r.field, fmt::format("expected an integer in [{}, {}] (configs/base.yml)", r.lo, r.hi));
+  return Status::OK();
+}
+
+// Products of keys that are each in range but could overflow together: the global
+// batch, the samples and tokens of the whole run (sample positions are step*GB + j),
+// the activation memory of a micro-batch and the training state of the model.
+Status ValidateSizes(const TrainConfig& c) {
+  int64_t gb = c.global_batch_size;
+  if (gb == 0) {
+    Result<int64_t> rows = CheckedProduct({c.per_device_batch_size, c.max_workers, c.gradient_accumulation_steps},
+                                          "per_device_batch_size*num_workers*gradient_accumulation_steps");
+    if (!rows.ok()) return rows.status();
+    if (*rows > kMaxGlobalBatch)
+      return Status::InvalidArgument(fmt::format(
+          "global_batch_size=0: per_device_batch_size*num_workers*gradient_accumulation_steps = {}*{}*{} = {} rows; "
+          "expected at most {} (set smaller values)",
+          c.per_device_batch_size, c.max_workers, c.gradient_accumulation_steps, *rows, kMaxGlobalBatch));
+    gb = *rows;
+  }
+  Result<int64_t> samples = CheckedMul(c.steps, gb, "steps*global batch (samples of the run)");
+  if (!samples.ok()) return samples.status();
+  Result<int64_t> tokens = CheckedMul(*samples, c.max_target_length,
+                                      "steps*global batch*max_target_length (tokens of the run)");
+  if (!tokens.ok()) return tokens.status();
+  Result<int64_t> params = CheckedMul(c.model.NumParams(), 16, "bytes of parameters, gradients and AdamW state");
+  if (!params.ok()) return params.status();
+  return CheckedActivationFloats(c.model, c.per_device_batch_size, c.max_target_length, c.remat_policy).status();
 }
 
 Status ValidateRun(const TrainConfig& c) {
@@ -100,6 +175,8 @@ Status ValidateData(const TrainConfig& c) {
   if (!(c.eval_split_fraction > 0 && c.eval_split_fraction <= 0.5))
     return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
+  if (c.eval_interval < -kMaxSteps)
+    return Bad("eval_interval", c.eval_interval, fmt::format("expected an integer in [{}, {}]", -kMaxSteps, kMaxSteps));
   return Status::OK();
 }
 
@@ -107,6 +184,7 @@ Status ValidateCompute(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("threads_per_worker", c.threads_per_worker, 0));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("hardware_peak_tflops", c.hardware_peak_tflops));
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("fail_at_step", c.fail_at_step, 0));
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("record_consumed_samples", c.record_consumed_samples, 0));
   if (c.fail_rank < 0 || c.fail_rank >= c.max_workers)
     return Bad("fail_rank", c.fail_rank, fmt::format("expected a rank in [0, {}) (num_workers={})", c.max_workers,
                                                     c.num_workers_spec));
@@ -121,6 +199,9 @@ Status ValidateCheckpoints(const TrainConfig& c) {
   if (c.checkpoint_period_max < c.checkpoint_period_min)
     return Bad("checkpoint_period_max", c.checkpoint_period_max,
                fmt::format("expected an integer >= checkpoint_period_min={}", c.checkpoint_period_min));
+  if (c.max_num_checkpoints_to_keep < -1)
+    return Bad("max_num_checkpoints_to_keep", c.max_num_checkpoints_to_keep,
+               "expected an integer >= -1 (0 or -1: keep all)");
   if (!c.load_full_state_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_full_state_path", c.load_full_state_path));
   if (!c.load_parameters_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("load_parameters_path", c.load_parameters_path));
   return Status::OK();
@@ -168,6 +249,8 @@ Status ValidateElastic(const TrainConfig& c) {
 
 Status ValidateTrainConfig(const TrainConfig& c) {
   // By topic, in the order of configs/base.yml; the first problem found is reported.
+  // Upper bounds first: nothing below may compute with an out-of-range value.
+  ELASTRAIN_RETURN_IF_ERROR(ValidateUpperBounds(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateRun(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateBatch(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateOptimisation(c));
@@ -176,6 +259,7 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(ValidateCheckpoints(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateParallelism(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateElastic(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateSizes(c));
   return Status::OK();
 }
 
@@ -207,9 +291,9 @@ Status ResolveCheckpointPeriod(TrainConfig* c) {
     return Status::OK();
   }
   int64_t v = 0;
-  if (!ParseConfigInteger(s, &v) || v < 1)
-    return Bad("checkpoint_period", s, "expected a positive number of steps, or auto (chosen from the measured save cost "
-                                       "and the failures seen)");
+  if (!ParseConfigInteger(s, &v) || v < 1 || v > kMaxSteps)
+    return Bad("checkpoint_period", s, fmt::format("expected a positive number of steps, or auto (chosen from the "
+                                                   "measured save cost and the failures seen); at most {} steps", kMaxSteps));
   c->checkpoint_period = v;
   return Status::OK();
 }

@@ -1,5 +1,7 @@
 #include "model/activations.h"
 
+#include <fmt/format.h>
+
 namespace elastrain {
 
 ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T) {
@@ -15,6 +17,27 @@ ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T) {
   d.Hq = m.num_heads;
   d.V = m.vocab_size;
   return d;
+}
+
+Result<int64_t> CheckedActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat) {
+  int64_t n = 0, qd = 0, s = 0, heads = 0;
+  bool over = batch < 0 || seq_len < 0 || __builtin_mul_overflow(batch, seq_len, &n) ||
+              __builtin_mul_overflow(cfg.num_heads, cfg.head_dim, &qd) ||
+              __builtin_add_overflow(cfg.num_heads, 2 * cfg.num_kv_heads, &heads) ||
+              __builtin_mul_overflow(heads, cfg.head_dim, &s) || cfg.num_layers > kMaxLayers;
+  int64_t floats = 0;
+  if (!over) {
+    ModelActivations<float> counted;
+    floats = CarveActivations<float>(nullptr, MakeActivationDims(cfg, batch, seq_len), cfg.num_layers, remat, &counted,
+                                     &over);
+  }
+  // 2^60 floats (4 EiB): room left to add the parameters' bytes and multiply by a few.
+  if (over || floats > kMaxActivationFloats)
+    return Status::InvalidArgument(fmt::format(
+        "activation memory of a micro-batch of {} rows x {} tokens (per_device_batch_size x max_target_length) "
+        "exceeds 2^60 floats (or overflows 64 bits); reduce them or the model",
+        batch, seq_len));
+  return floats;
 }
 
 int64_t ActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat) {

@@ -55,51 +55,66 @@ struct ModelActivations {
 };
 
 // Lays out every activation buffer from `base` (nullptr: only counts) and returns the
-// number of T's used.
+// number of T's used. Every size and offset is overflow-checked: when one overflows
+// int64, *overflow (if given) is set and the count is meaningless (CheckedActivationFloats
+// turns that into an error; configs are checked with it when they load).
 template <typename T>
-int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolicy remat, ModelActivations<T>* a) {
+int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolicy remat, ModelActivations<T>* a,
+                         bool* overflow = nullptr) {
   int64_t used = 0;
+  bool over = false;
+  auto mul = [&](int64_t x, int64_t y) {
+    int64_t r = 0;
+    over |= __builtin_mul_overflow(x, y, &r);
+    return r;
+  };
   auto take = [&](int64_t n) {
-    T* p = base ? base + used : nullptr;
-    used += n;
+    T* p = base && !over ? base + used : nullptr;
+    over |= __builtin_add_overflow(used, n, &used);
     return p;
   };
   const int64_t N = d.N;
   a->resid.clear();
-  for (int64_t l = 0; l <= L; ++l) a->resid.push_back(take(N * d.C));
+  for (int64_t l = 0; l <= L; ++l) a->resid.push_back(take(mul(N, d.C)));
   a->layers.clear();
   for (int64_t l = 0; l < (remat == RematPolicy::kFull ? 1 : L); ++l) {
     auto la = std::make_unique<LayerActivations<T>>();
-    la->norm1 = take(N * d.C);
+    la->norm1 = take(mul(N, d.C));
     la->mean1 = take(N);
     la->rstd1 = take(N);
-    la->qkv = take(N * d.S);
-    la->att = take(d.B * d.Hq * d.T * d.T);
-    la->atty = take(N * d.QD);
-    la->x_mid = take(N * d.C);
-    la->norm2 = take(N * d.C);
+    la->qkv = take(mul(N, d.S));
+    la->att = take(mul(mul(mul(d.B, d.Hq), d.T), d.T));
+    la->atty = take(mul(N, d.QD));
+    la->x_mid = take(mul(N, d.C));
+    la->norm2 = take(mul(N, d.C));
     la->mean2 = take(N);
     la->rstd2 = take(N);
-    la->up = take(N * d.U);
-    la->h = take(N * d.F);
+    la->up = take(mul(N, d.U));
+    la->h = take(mul(N, d.F));
     a->layers.push_back(std::move(la));
   }
-  a->final_norm = take(N * d.C);
+  a->final_norm = take(mul(N, d.C));
   a->final_mean = take(N);
   a->final_rstd = take(N);
-  a->logits = take(N * d.V);
+  a->logits = take(mul(N, d.V));
   a->losses = take(N);
-  a->d_resid = take(N * d.C);
-  a->d_norm = take(N * d.C);
-  a->d_qkv = take(N * d.S);
-  a->d_atty = take(N * d.QD);
-  a->d_up = take(N * d.U);
-  a->d_h = take(N * d.F);
-  a->scratch_c = take(N * d.C);
+  a->d_resid = take(mul(N, d.C));
+  a->d_norm = take(mul(N, d.C));
+  a->d_qkv = take(mul(N, d.S));
+  a->d_atty = take(mul(N, d.QD));
+  a->d_up = take(mul(N, d.U));
+  a->d_h = take(mul(N, d.F));
+  a->scratch_c = take(mul(N, d.C));
+  if (overflow) *overflow = over;
   return used;
 }
 
 // Floats of activation memory for micro-batches of `batch` rows of `seq_len` tokens.
+// For a valid config (see CheckedActivationFloats).
 int64_t ActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat);
+// The same, InvalidArgument naming batch and seq_len when the count overflows int64 or
+// exceeds kMaxActivationFloats (so that its bytes plus the model's still fit int64).
+inline constexpr int64_t kMaxActivationFloats = int64_t{1} << 60;
+Result<int64_t> CheckedActivationFloats(const ModelConfig& cfg, int64_t batch, int64_t seq_len, RematPolicy remat);
 
 }  // namespace elastrain

@@ -2,31 +2,59 @@
 
 #include <fmt/format.h>
 
+#include "common/checked_math.h"
+
 namespace elastrain {
 
 namespace {
+// Adds tensors one after another; the first size or offset that overflows is kept in
+// `status` (the rest of the layout is then meaningless, and only the status is read).
 struct Builder {
   ParamLayout* out;
+  Status status;
   int64_t Add(std::string name, std::vector<int64_t> shape, ParamInit init) {
     ParamTensor t;
     t.name = std::move(name);
     t.shape = std::move(shape);
-    t.size = 1;
-    for (int64_t d : t.shape) t.size *= d;
+    Result<int64_t> size = CheckedProduct(t.shape, t.name);
+    Result<int64_t> total = size.ok() ? CheckedAdd(out->total, *size, "parameter count") : size;
+    if (!total.ok()) {
+      if (status.ok()) status = total.status();
+      return out->total;
+    }
+    t.size = *size;
     t.offset = out->total;
     t.init = init;
-    out->total += t.size;
+    out->total = *total;
     out->tensors.push_back(std::move(t));
     return out->tensors.back().offset;
   }
 };
+
+int64_t Mul(int64_t a, int64_t b, const char* what, Status* st) {
+  Result<int64_t> r = CheckedMul(a, b, what);
+  if (!r.ok()) {
+    if (st->ok()) *st = r.status();
+    return 0;
+  }
+  return *r;
+}
 }  // namespace
 
 ParamLayout BuildParamLayout(const ModelConfig& m) {
+  Result<ParamLayout> p = BuildParamLayoutChecked(m);
+  return p.ok() ? std::move(p).value() : ParamLayout{};
+}
+
+Result<ParamLayout> BuildParamLayoutChecked(const ModelConfig& m) {
+  if (m.num_layers > kMaxLayers)  // before a loop of that many layers
+    return Status::InvalidArgument(fmt::format("base_num_decoder_layers={}: expected an integer in [1, {}]",
+                                               m.num_layers, kMaxLayers));
   ParamLayout p;
-  Builder b{&p};
+  Builder b{&p, Status::OK()};
   const int64_t V = m.vocab_size, C = m.emb_dim, F = m.mlp_dim;
-  const int64_t QD = m.num_heads * m.head_dim, KD = m.num_kv_heads * m.head_dim;
+  const int64_t QD = Mul(m.num_heads, m.head_dim, "base_num_query_heads*head_dim", &b.status);
+  const int64_t KD = Mul(m.num_kv_heads, m.head_dim, "base_num_kv_heads*head_dim", &b.status);
   const bool gpt2 = m.family == ModelFamily::kGpt2;
   p.wte = b.Add("embed.wte", {V, C}, ParamInit::kNormal);
   if (gpt2) p.wpe = b.Add("embed.wpe", {m.max_seq_len, C}, ParamInit::kNormal);
@@ -59,6 +87,7 @@ ParamLayout BuildParamLayout(const ModelConfig& m) {
   p.final_norm_w = b.Add("final_norm.w", {C}, ParamInit::kOnes);
   if (gpt2) p.final_norm_b = b.Add("final_norm.b", {C}, ParamInit::kZeros);
   p.lm_head = gpt2 ? p.wte : b.Add("lm_head.w", {V, C}, ParamInit::kNormal);
+  ELASTRAIN_RETURN_IF_ERROR(b.status);
   return p;
 }
 

@@ -52,6 +52,10 @@ struct ParamLayout {
   const ParamTensor* Find(const std::string& name) const;
 };
 
+// The layout of a valid model (ModelConfig::Validate), whose sizes cannot overflow.
 ParamLayout BuildParamLayout(const ModelConfig& m);
+// The same with every size and offset overflow-checked: InvalidArgument naming the
+// tensor for shapes whose sizes overflow int64, or more layers than kMaxLayers.
+Result<ParamLayout> BuildParamLayoutChecked(const ModelConfig& m);
 
 }  // namespace elastrain

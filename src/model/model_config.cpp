@@ -15,18 +15,20 @@ Result<ModelFamily> ParseFamily(const std::string& s) {
 }
 
 Status ModelConfig::Validate() const {
-  auto positive = [](const char* key, int64_t v) -> Status {
+  auto positive = [](const char* key, int64_t v, int64_t max) -> Status {
     if (v <= 0) return Status::InvalidArgument(fmt::format("{}={}: expected a positive integer", key, v));
+    if (v > max)
+      return Status::InvalidArgument(fmt::format("{}={}: expected an integer in [1, {}] (configs/base.yml)", key, v, max));
     return Status::OK();
   };
-  ELASTRAIN_RETURN_IF_ERROR(positive("vocab_size", vocab_size));
-  ELASTRAIN_RETURN_IF_ERROR(positive("base_emb_dim", emb_dim));
-  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_decoder_layers", num_layers));
-  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_query_heads", num_heads));
-  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_kv_heads", num_kv_heads));
-  ELASTRAIN_RETURN_IF_ERROR(positive("head_dim", head_dim));
-  ELASTRAIN_RETURN_IF_ERROR(positive("base_mlp_dim", mlp_dim));
-  ELASTRAIN_RETURN_IF_ERROR(positive("max_target_length", max_seq_len));
+  ELASTRAIN_RETURN_IF_ERROR(positive("vocab_size", vocab_size, kMaxVocabSize));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_emb_dim", emb_dim, kMaxEmbDim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_decoder_layers", num_layers, kMaxLayers));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_query_heads", num_heads, kMaxHeads));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_num_kv_heads", num_kv_heads, kMaxHeads));
+  ELASTRAIN_RETURN_IF_ERROR(positive("head_dim", head_dim, kMaxHeadDim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("base_mlp_dim", mlp_dim, kMaxMlpDim));
+  ELASTRAIN_RETURN_IF_ERROR(positive("max_target_length", max_seq_len, kMaxSeqLen));
   if (num_heads % num_kv_heads != 0)
     return Status::InvalidArgument(fmt::format(
         "base_num_query_heads={} is not divisible by base_num_kv_heads={}: grouped-query attention "
@@ -45,6 +47,12 @@ Status ModelConfig::Validate() const {
   }
   if (family == ModelFamily::kLlama && head_dim % 2 != 0)
     return Status::InvalidArgument(fmt::format("head_dim={}: RoPE rotates pairs, expected an even head_dim", head_dim));
+  ELASTRAIN_ASSIGN_OR_RETURN(const ParamLayout layout, BuildParamLayoutChecked(*this));
+  if (layout.total > kMaxModelParams)
+    return Status::InvalidArgument(fmt::format(
+        "the model has {} parameters, more than the {} supported (16 bytes each for parameters, gradients and "
+        "AdamW state); reduce vocab_size, base_emb_dim, base_mlp_dim or base_num_decoder_layers",
+        layout.total, kMaxModelParams));
   return Status::OK();
 }
 

@@ -18,6 +18,19 @@ enum class ModelFamily {
 const char* FamilyName(ModelFamily f);                 // "llama" / "gpt2"
 Result<ModelFamily> ParseFamily(const std::string& s);  // accepts llama, llama2, llama3, gpt2, gpt3
 
+// The documented ranges of the shape keys (configs/base.yml). Within them every size
+// derived from a valid ModelConfig (parameter counts, offsets, bytes of the training
+// state) fits int64 with room to spare; Validate also checks the parameter count itself
+// with overflow-checked arithmetic against kMaxModelParams.
+inline constexpr int64_t kMaxVocabSize = int64_t{1} << 24;   // vocab_size <= 16,777,216
+inline constexpr int64_t kMaxEmbDim = int64_t{1} << 17;      // base_emb_dim <= 131,072
+inline constexpr int64_t kMaxLayers = int64_t{1} << 12;      // base_num_decoder_layers <= 4,096
+inline constexpr int64_t kMaxHeads = int64_t{1} << 12;       // base_num_{query,kv}_heads <= 4,096
+inline constexpr int64_t kMaxHeadDim = int64_t{1} << 12;     // head_dim <= 4,096
+inline constexpr int64_t kMaxMlpDim = int64_t{1} << 20;      // base_mlp_dim <= 1,048,576
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 20;      // max_target_length <= 1,048,576
+inline constexpr int64_t kMaxModelParams = int64_t{1} << 50;  // 16 bytes each (params, grads, m, v) < 2^54
+
 struct ModelConfig {
   std::string name = "default";
   ModelFamily family = ModelFamily::kLlama;
@@ -32,10 +45,11 @@ struct ModelConfig {
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
 
-  // Returns a clear error naming the key (MaxText name) and value when shapes are
-  // inconsistent, e.g. "base_num_query_heads=6 is not divisible by base_num_kv_heads=4".
+  // Returns a clear error naming the key (MaxText name) and value when a shape is out
+  // of its range (above) or shapes are inconsistent, e.g. "base_num_query_heads=6 is not
+  // divisible by base_num_kv_heads=4", or the parameter count exceeds kMaxModelParams.
   Status Validate() const;
-  int64_t NumParams() const;  // exact count of trainable parameters
+  int64_t NumParams() const;  // exact count of trainable parameters (of a valid config)
 };
 
 // Presets: tiny, tiny-gpt2 (tests), small (~13M llama), gpt2-124m, llama2-7b, llama3-8b.

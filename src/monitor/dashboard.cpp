@@ -1,6 +1,7 @@
 #include "monitor/dashboard.h"
 
 #include "common/clock.h"
+#include "monitor/json_fields.h"
 #include "wire/protocol.h"
 
 namespace elastrain {
@@ -24,12 +25,12 @@ nlohmann::json DashboardJson(const nlohmann::json& status, const RunSnapshot& ru
   std::vector<nlohmann::json> series, evals, events;
   for (const nlohmann::json& m : run.metrics) {
     if (m.contains("loss"))
-      series.push_back({{"step", m.value("step", 0)}, {"loss", m.value("loss", 0.0)},
-                        {"tps", m.value("tokens_per_sec", 0.0)}, {"mfu", m.value("mfu", 0.0)},
-                        {"time", m.value("wall_time", 0.0)}, {"generation", m.value("generation", 0)},
-                        {"world", m.value("world_size", 0)}});
+      series.push_back({{"step", JsonInteger(m, "step", 0)}, {"loss", JsonNumber(m, "loss")},
+                        {"tps", JsonNumber(m, "tokens_per_sec")}, {"mfu", JsonNumber(m, "mfu")},
+                        {"time", JsonNumber(m, "wall_time")}, {"generation", JsonInteger(m, "generation", 0)},
+                        {"world", JsonInteger(m, "world_size", 0)}});
     else if (m.contains("eval_loss"))
-      evals.push_back({{"step", m.value("step", 0)}, {"eval_loss", m.value("eval_loss", 0.0)}});
+      evals.push_back({{"step", JsonInteger(m, "step", 0)}, {"eval_loss", JsonNumber(m, "eval_loss")}});
   }
   const size_t first = run.events.size() > kMaxEvents ? run.events.size() - kMaxEvents : 0;
   events.assign(run.events.begin() + first, run.events.end());

@@ -69,12 +69,13 @@ std::string PrometheusLabel(const std::string& v) {
 std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& run) {
   Exposition x;
   const bool has_job = status.is_object() && status.contains("job");
-  const std::string state = has_job ? status.value("state", "PENDING") : "";
+  // Typed reads: the status may come from store records; a field of another type is "".
+  const std::string state = !has_job ? "" : status.contains("state") ? JsonString(status, "state") : "PENDING";
   x.Family("job_info", "gauge", "the job this controller runs (always 1; its labels name it)");
   if (has_job)
     x.Sample("job_info", 1,
-             fmt::format("job_id=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(status.value("job", "")),
-                         PrometheusLabel(status.value("run_dir", "")), PrometheusLabel(status.value("num_workers", ""))));
+             fmt::format("job_id=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(JsonString(status, "job")),
+                         PrometheusLabel(JsonString(status, "run_dir")), PrometheusLabel(JsonString(status, "num_workers"))));
   x.Family("job_state", "gauge", "1 for the job's current state, 0 for the others");
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kResizing,
                      JobState::kWaitingForResources, JobState::kSucceeded, JobState::kFailed, JobState::kStopped}) {
@@ -96,7 +97,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   // checkpoint_period=auto: the period the chief chose last.
   double period = st("checkpoint_period");
   for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
-    if (it->value("event", "") == "checkpoint_period_changed") {
+    if (JsonString(*it, "event") == "checkpoint_period_changed") {
       period = JsonNumber(*it, "to", period);
       break;
     }
@@ -122,7 +123,7 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
 
   std::vector<double> saves, stalls;
   for (const nlohmann::json& e : run.events)
-    if (e.value("event", "") == "checkpoint_saved") {
+    if (JsonString(e, "event") == "checkpoint_saved") {
       saves.push_back(JsonNumber(e, "write_seconds"));
       stalls.push_back(JsonNumber(e, "stall_seconds"));
     }

@@ -14,17 +14,37 @@
 
 namespace elastrain {
 
+// What a line of a JSON-lines file must hold to be kept: an object whose `numbers`
+// fields, when present, are numbers (or null: NaN is written as null) and whose
+// `strings` fields are strings. The files are read, never trusted: a damaged line is
+// skipped with a warning naming file:line, so readers never meet a field of the wrong
+// type.
+struct JsonlSchema {
+  std::vector<std::string> numbers, strings;
+};
+// The fields of metrics.jsonl and events.jsonl that the monitor and reports read.
+const JsonlSchema& MetricsSchema();
+const JsonlSchema& EventsSchema();
+// "" when `j` fits `schema`, else why not ("field 'loss' is a string, expected a number").
+std::string JsonlProblem(const nlohmann::json& j, const JsonlSchema& schema);
+
 // Complete lines of a JSON-lines file; a partial last line waits for the next refresh.
 // A file that shrank (a new run in the same directory) is read again from the start.
+// Lines that are not JSON objects fitting the schema are skipped (with a warning).
 class JsonlTail {
  public:
-  explicit JsonlTail(std::string path = "") : path_(std::move(path)) {}
+  explicit JsonlTail(std::string path = "", JsonlSchema schema = {})
+      : path_(std::move(path)), schema_(std::move(schema)) {}
   void Refresh();
   const std::vector<nlohmann::json>& records() const { return records_; }
+  int64_t skipped() const { return skipped_; }  // damaged lines seen so far
 
  private:
   std::string path_;
+  JsonlSchema schema_;
   long offset_ = 0;
+  int64_t line_ = 0;  // lines consumed so far (the next one is line_ + 1)
+  int64_t skipped_ = 0;
   std::vector<nlohmann::json> records_;
 };
 

@@ -277,8 +277,9 @@ Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const c
       break;
     }
     auto j = nlohmann::json::parse(text.value(), nullptr, false);
-    if (j.is_object() && j.contains("error")) {
-      failed = Status::IOError(fmt::format("rank {}: {}", r, j["error"].get<std::string>()));
+    if (j.is_object() && j.contains("error")) {  // a string unless the file is damaged
+      failed = Status::IOError(
+          fmt::format("rank {}: {}", r, j["error"].is_string() ? j["error"].get<std::string>() : j["error"].dump()));
       break;
     }
     auto infos = ckpt::ShardFileInfoFromJson(text.value());
@@ -332,6 +333,15 @@ void Checkpointer::RemoveNewerThan(int64_t step) {
   if (!listed.ok()) return;
   for (const auto& c : listed.value()) {
     if (c.step <= step) continue;
+    if (c.committed && !ckpt::ReadManifest(c.dir).ok()) {  // damaged: moved aside, never deleted
+      auto moved = ckpt::QuarantineCheckpoint(c.dir);
+      if (moved.ok()) {
+        LOG_WARN("moved {} to {} (newer than the checkpoint resumed from, and damaged)", c.dir, *moved);
+        continue;
+      }
+      // The step's name must be free for the next save of that step: removed after all.
+      LOG_WARN("{}; removing it instead", moved.status().message());
+    }
     std::error_code ec;
     std::filesystem::remove(c.dir + "/COMMITTED", ec);  // never half-removed yet valid-looking
     std::filesystem::remove_all(c.dir, ec);

@@ -442,8 +442,10 @@ void Trainer::FirstLossesFromMetrics(TrainSummary* s) const {
     auto j = nlohmann::json::parse(t.begin() + begin, t.begin() + end, nullptr, false);
     begin = end + 1;
     if (!j.is_object()) continue;
-    if (!loss && j.contains("loss")) s->first_loss = j["loss"].get<double>(), loss = true;
-    if (!eval && j.contains("eval_loss")) s->first_eval_loss = j["eval_loss"].get<double>(), eval = true;
+    // The file is read back, not trusted: a field of another type is skipped, not thrown.
+    if (!loss && j.contains("loss") && j["loss"].is_number()) s->first_loss = j["loss"].get<double>(), loss = true;
+    if (!eval && j.contains("eval_loss") && j["eval_loss"].is_number())
+      s->first_eval_loss = j["eval_loss"].get<double>(), eval = true;
   }
 }
 

@@ -91,7 +91,7 @@ bool LoadAlternative(const std::string& type, const nlohmann::json& j, Variant* 
 template <typename Variant>
 Status Load(const nlohmann::json& j, const char* what, Variant* out) {
   if (!j.is_object()) return Status::Corruption(std::string(what) + ": expected a JSON object, got " + j.dump());
-  const std::string type = j.value("type", std::string());
+  const std::string type = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
   try {
     if (LoadAlternative(type, j, out, std::make_index_sequence<std::variant_size_v<Variant>>{})) return Status::OK();
   } catch (const std::exception& e) {
