@@ -13,6 +13,7 @@
 #include "ckpt/safetensors.h"
 #include "common/checked_math.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 
 namespace elastrain::ckpt {
 
@@ -27,10 +28,11 @@ class FileCache {
   Result<int> Open(const std::string& path, const std::string& tensor) {
     auto it = fds_.find(path);
     if (it != fds_.end()) return it->second;
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      return Status::NotFound(fmt::format("{}: cannot open shard file for tensor '{}' ({})", path, tensor,
-                                          std::strerror(errno)));
+    auto opened = OpenFile(path, O_RDONLY);  // not through a link (common/safe_path.h)
+    if (!opened.ok())
+      return Status::NotFound(fmt::format("cannot open shard file for tensor '{}': {}", tensor,
+                                          opened.status().message()));
+    const int fd = opened->release();
     fds_[path] = fd;
     return fd;
   }

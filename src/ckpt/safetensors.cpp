@@ -16,6 +16,7 @@
 #include "ckpt/fault.h"
 #include "common/checked_math.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 
 namespace elastrain::ckpt {
 
@@ -76,8 +77,9 @@ int64_t DtypeBytes(const std::string& dtype) {
 }  // namespace
 
 Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::NotFound(fmt::format("{}: cannot open ({})", path, Errno()));
+  auto opened = OpenFile(path, O_RDONLY);  // not through a link (common/safe_path.h)
+  if (!opened.ok()) return Status::NotFound(opened.status().message());
+  const int fd = opened->release();
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const std::string why = Errno();
@@ -206,8 +208,11 @@ Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   ELASTRAIN_ASSIGN_OR_RETURN(const std::string text, HeaderText(path, entries, metadata, &w->offsets_, &w->sizes_));
   const uint64_t len = text.size();
   w->data_start_ = 8 + static_cast<int64_t>(len);
-  w->fd_ = ::open(w->tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (w->fd_ < 0) return Status::IOError(fmt::format("{}: cannot create ({})", w->tmp_, Errno()));
+  // A fresh file, never one (or a link) found under the temporary name.
+  ::unlink(w->tmp_.c_str());
+  auto opened = OpenFile(w->tmp_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+  if (!opened.ok()) return Status::IOError(fmt::format("cannot create: {}", opened.status().message()));
+  w->fd_ = opened->release();
   Status s = WriteAll(w->fd_, &len, 8, w->tmp_);
   if (s.ok()) s = WriteAll(w->fd_, text.data(), text.size(), w->tmp_);
   if (!s.ok()) return w->Fail(s);

@@ -12,6 +12,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/files.h"
+#include "common/safe_path.h"
 #include "config/config.h"
 #include "wire/exit_codes.h"
 #include "monitor/dashboard.h"
@@ -63,6 +64,7 @@ int RunReportCommand(const std::vector<std::string>& args) {
   app.add_option("--html", html, "where to write the HTML report (default RUN_DIR/report.html)");
   app.add_flag("--json", json, "print the breakdown as JSON instead of a table");
   if (int rc = ParseArgs(app, "report", args); rc >= 0) return rc;
+  GuardDirectory(run_dir);  // its files are read, and report.html written, never through a link
   const std::string events = run_dir + "/events.jsonl";
   if (!std::filesystem::is_regular_file(events))
     return FailCommand("report", Status::NotFound(fmt::format(

@@ -8,8 +8,8 @@
 // run), every path below it is reached one component at a time with
 // openat(O_NOFOLLOW): a link anywhere below the root, or as the root itself, is refused
 // with an error naming it, never followed. The path up to the run directory is the
-// user's own (base_output_directory), and is resolved as usual. The root must be a
-// directory owned by this user and not writable by others.
+// user's own (base_output_directory), and is resolved as usual. To be written into, the
+// root must be a directory owned by this user and not writable by others.
 //
 // Paths outside every guarded directory open as usual, except that a file created to be
 // renamed into place (WriteFileAtomic's temporary) is created O_EXCL | O_NOFOLLOW, and
@@ -59,8 +59,9 @@ struct ParentDir {
   bool guarded = false;  // below a guarded directory: open the leaf with O_NOFOLLOW
 };
 // With create_dirs, missing directories on the way are made (mode 0700, under the
-// process's umask).
-Result<ParentDir> OpenParent(const std::string& path, bool create_dirs);
+// process's umask). With for_write, a guarded root must be the user's own and not
+// writable by others (reading another user's run is fine; writing into it is not).
+Result<ParentDir> OpenParent(const std::string& path, bool create_dirs, bool for_write = true);
 
 // open(2) of `path` with `flags` (O_CLOEXEC added; O_NOFOLLOW added below a guarded
 // directory, and whenever O_APPEND is asked). Errors name the path and the reason.

@@ -1,11 +1,14 @@
 #include "monitor/run_view.h"
 
-#include <fmt/format.h>
+#include <fcntl.h>
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "ckpt/checkpoint.h"
 #include "common/log.h"
+#include "common/safe_path.h"
 
 namespace elastrain {
 
@@ -39,8 +42,11 @@ std::string JsonlProblem(const nlohmann::json& j, const JsonlSchema& schema) {
 
 void JsonlTail::Refresh() {
   if (path_.empty()) return;
-  FILE* f = std::fopen(path_.c_str(), "rb");
+  auto fd = OpenFile(path_, O_RDONLY);  // not through a link (common/safe_path.h)
+  if (!fd.ok()) return;
+  FILE* f = ::fdopen(fd->get(), "rb");
   if (!f) return;
+  fd->release();
   std::fseek(f, 0, SEEK_END);
   const long size = std::ftell(f);
   if (size < 0) {

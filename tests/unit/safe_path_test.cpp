@@ -94,10 +94,12 @@ TEST_F(SafePathTest, ARunDirectoryOfAnotherUserOrWritableByOthersIsRefused) {
   EXPECT_NE(st.message().find("writable by others"), std::string::npos) << st.message();
   ::chmod(run_.c_str(), 0755);
   if (::geteuid() == 0) {  // as root, the directory can be given away to test the owner rule
+    std::ofstream(run_ + "/events.jsonl") << "{}\n";
     ASSERT_EQ(::chown(run_.c_str(), 65534, 65534), 0);
     st = WriteFileAtomic(run_ + "/config.yml", "x");
     ASSERT_FALSE(st.ok());
     EXPECT_NE(st.message().find("owned by uid 65534"), std::string::npos) << st.message();
+    EXPECT_TRUE(ReadFile(run_ + "/events.jsonl").ok()) << "reading another user's run is fine";
     ASSERT_EQ(::chown(run_.c_str(), 0, 0), 0);
   }
   EXPECT_TRUE(WriteFileAtomic(run_ + "/config.yml", "x").ok());
