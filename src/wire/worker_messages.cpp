@@ -91,6 +91,11 @@ bool LoadAlternative(const std::string& type, const nlohmann::json& j, Variant* 
 template <typename Variant>
 Status Load(const nlohmann::json& j, const char* what, Variant* out) {
   if (!j.is_object()) return Status::Corruption(std::string(what) + ": expected a JSON object, got " + j.dump());
+  // value() throws when "type" is there but not a string: the peer's bytes must not
+  // end this process (an uncaught exception), only this message.
+  const auto type_field = j.find("type");
+  if (type_field != j.end() && !type_field->is_string())
+    return Status::Corruption(std::string(what) + ": \"type\" must be a string, got " + type_field->dump());
   const std::string type = j.value("type", std::string());
   try {
     if (LoadAlternative(type, j, out, std::make_index_sequence<std::variant_size_v<Variant>>{})) return Status::OK();

@@ -139,5 +139,21 @@ TEST(WireMessages, ParsesEachTypeAndRejectsUnknownOnes) {
   EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"type":"stop","reason":"bored"})"), &a).ok());
 }
 
+// Found by fuzz/fuzz_worker_messages.cpp: a "type" that is not a string threw out of
+// FromJson (json::value's type_error), ending the agent or worker that read it.
+TEST(WireMessages, TypeOfTheWrongKindIsAnErrorNotAnException) {
+  for (const char* text : {R"({"type":1733300100.5})", R"({"type":null})", R"({"type":["step"]})",
+                           R"({"type":{"a":1}})", R"({"type":true})"}) {
+    WorkerMessage m;
+    AgentMessage a;
+    Status st;
+    EXPECT_NO_THROW(st = FromJson(nlohmann::json::parse(text), &m)) << text;
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find("\"type\" must be a string"), std::string::npos) << st.message();
+    EXPECT_NO_THROW(st = FromJson(nlohmann::json::parse(text), &a)) << text;
+    EXPECT_FALSE(st.ok()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace elastrain
