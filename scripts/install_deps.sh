@@ -7,9 +7,11 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
       libfmt-dev libxxhash-dev fortunes libgtest-dev libbenchmark-dev libgloo-dev
       libcpp-httplib-dev libssl-dev openssl etcd-server)
 # --test: also what only the tests use: promtool (Prometheus' rule and metrics checker),
-# headless Chromium (drives the dashboard), curl and iproute2 (ss).
+# headless Chromium (drives the dashboard), curl and iproute2 (ss), and for the fuzz
+# harnesses (fuzz/README.md) clang with libFuzzer and the sanitizer runtimes
+# (libclang-rt-14-dev) and the OpenMP runtime clang links (libomp-dev).
 if [ "${1:-}" = "--test" ]; then
-  PKGS+=(prometheus chromium-headless-shell curl iproute2)
+  PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev)
 fi
 missing=()
 for p in "${PKGS[@]}"; do

@@ -144,13 +144,19 @@ Status ResolveModel(TrainConfig* c) {
 
 Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
                                std::vector<std::string>* ignored) {
-  TrainConfig c;  // base.yml sets every key; its shape keys are 0 ("from the preset")
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, BaseConfigYaml(), &c, nullptr));
+  std::string text;  // no file: an empty YAML sets nothing
   if (!yaml_path.empty()) {
     if (!FileExists(yaml_path)) return Status::NotFound(yaml_path + ": config file not found");
-    ELASTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFile(yaml_path));
-    ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({yaml_path, true}, text, &c, ignored));
+    ELASTRAIN_ASSIGN_OR_RETURN(text, ReadFile(yaml_path));
   }
+  return LoadConfigText(text, yaml_path, overrides, ignored);
+}
+
+Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
+                                   const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
+  TrainConfig c;  // base.yml sets every key; its shape keys are 0 ("from the preset")
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, BaseConfigYaml(), &c, nullptr));
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({origin, true}, yaml_text, &c, ignored));
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -165,14 +171,7 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin) {
-  TrainConfig c;
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, BaseConfigYaml(), &c, nullptr));
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({origin, true}, yaml_text, &c, nullptr));
-  ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
-  ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
-  ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
-  ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
-  return c;
+  return LoadConfigText(yaml_text, origin, {}, nullptr);
 }
 
 std::string ConfigToYaml(const TrainConfig& c) {

@@ -160,6 +160,10 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
 // A config from YAML text (e.g. ConfigToYaml's output sent to a worker), over the
 // embedded defaults; `origin` names it in errors.
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin);
+// LoadConfig with the YAML given as text, named `origin` in errors (LoadConfig reads its
+// file and calls this; so does the config fuzzer, fuzz/fuzz_config.cpp).
+Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
+                                   const std::vector<std::string>& overrides, std::vector<std::string>* ignored);
 // The resolved config as YAML, every key, loadable by LoadConfig.
 std::string ConfigToYaml(const TrainConfig& c);
 // The embedded text of configs/base.yml.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "wire/json_record.h"
 #include "wire/vocab_json.h"
 
 namespace elastrain {
@@ -11,22 +12,22 @@ namespace elastrain {
 // Enums and small types travel by name (wire/vocab_json.h): an unknown name fails the
 // whole record (named by Load).
 // Missing fields keep their defaults, so records written by an older or newer version
-// still load.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobSpec, job_id, config_yaml, run_dir, submitted_at)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentInfo, id, host, address, slots, pid, started_at, preempting)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
+// still load; integer fields take only JSON integers in range (wire/json_record.h).
+ELASTRAIN_JSON_RECORD(JobSpec, job_id, config_yaml, run_dir, submitted_at)
+ELASTRAIN_JSON_RECORD(AgentInfo, id, host, address, slots, pid, started_at, preempting)
+ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
                                                 first_step_time, first_step_start, state_step, train_phase, last_progress, last_step_time,
                                                 checkpoint_step, outcome, stop_reasons, error, exit_kind, exit_code,
                                                 exit_signal, exit_time, exit_desc)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentReport, agent, time, workers)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PlanMember, rank, worker, agent, host, pid)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RestorePlan, kind, source_rank, step)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
+ELASTRAIN_JSON_RECORD(AgentReport, agent, time, workers)
+ELASTRAIN_JSON_RECORD(PlanMember, rank, worker, agent, host, pid)
+ELASTRAIN_JSON_RECORD(RestorePlan, kind, source_rank, step)
+ELASTRAIN_JSON_RECORD(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
                                                 rendezvous, inject_failure, created_at, failures, job_started_at)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobControl, stop, requested_at)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenerationStop, generation, reasons, abort, job_id)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AgentCommand, action, worker, requested_at, job_id)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobRecord, job_id, state, reason, generation, world, failures,
+ELASTRAIN_JSON_RECORD(JobControl, stop, requested_at)
+ELASTRAIN_JSON_RECORD(GenerationStop, generation, reasons, abort, job_id)
+ELASTRAIN_JSON_RECORD(AgentCommand, action, worker, requested_at, job_id)
+ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,

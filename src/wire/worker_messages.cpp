@@ -4,26 +4,27 @@
 #include <type_traits>
 #include <utility>
 
+#include "wire/json_record.h"
 #include "wire/vocab_json.h"
 
 namespace elastrain {
 
 // Missing fields keep their defaults, as the agent and the worker always read them.
 // The same definition as in protocol.cpp (an inline function, so one per TU that uses it).
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RestorePlan, kind, source_rank, step)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(JobMessage, config_yaml, worker_id, host, threads, peak_flops)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignPeer, rank, host, pid)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
+ELASTRAIN_JSON_RECORD(RestorePlan, kind, source_rank, step)
+ELASTRAIN_JSON_RECORD(JobMessage, config_yaml, worker_id, host, threads, peak_flops)
+ELASTRAIN_JSON_RECORD(AssignPeer, rank, host, pid)
+ELASTRAIN_JSON_RECORD(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
                                                 rendezvous, inject_failure, failures, job_started_at, address, members)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AbortMessage, generation)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReadyMessage, pid, state_step, peak_flops)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StartedMessage, generation, rank, world)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(StepMessage, generation, step, start_step, loss, step_seconds, time)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CheckpointMessage, step, time)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ProgressMessage, generation, step, phase, time)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(EndedMessage, generation, outcome, stop_reasons, start_step, step,
+ELASTRAIN_JSON_RECORD(AbortMessage, generation)
+ELASTRAIN_JSON_RECORD(ReadyMessage, pid, state_step, peak_flops)
+ELASTRAIN_JSON_RECORD(StartedMessage, generation, rank, world)
+ELASTRAIN_JSON_RECORD(StepMessage, generation, step, start_step, loss, step_seconds, time)
+ELASTRAIN_JSON_RECORD(CheckpointMessage, step, time)
+ELASTRAIN_JSON_RECORD(ProgressMessage, generation, step, phase, time)
+ELASTRAIN_JSON_RECORD(EndedMessage, generation, outcome, stop_reasons, start_step, step,
                                                 state_step, leaving, error)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FatalMessage, error)
+ELASTRAIN_JSON_RECORD(FatalMessage, error)
 
 // stop's reason travels as "user" or "resize".
 namespace {
@@ -36,7 +37,7 @@ void to_json(nlohmann::json& j, const StopMessage& m) {
   j = {{"generation", m.generation}, {"reason", reason}};
 }
 void from_json(const nlohmann::json& j, StopMessage& m) {
-  m.generation = j.value("generation", int64_t{-1});
+  ReadJsonField(j, "generation", m.generation);
   const std::string reason = j.value("reason", std::string(kStopNames[1].second));
   for (const auto& [bit, name] : kStopNames)
     if (reason == name) {
@@ -91,7 +92,12 @@ bool LoadAlternative(const std::string& type, const nlohmann::json& j, Variant* 
 template <typename Variant>
 Status Load(const nlohmann::json& j, const char* what, Variant* out) {
   if (!j.is_object()) return Status::Corruption(std::string(what) + ": expected a JSON object, got " + j.dump());
-  const std::string type = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+  // value() throws when "type" is there but not a string: the peer's bytes must not
+  // end this process (an uncaught exception), only this message.
+  const auto type_field = j.find("type");
+  if (type_field != j.end() && !type_field->is_string())
+    return Status::Corruption(std::string(what) + ": \"type\" must be a string, got " + type_field->dump());
+  const std::string type = j.value("type", std::string());
   try {
     if (LoadAlternative(type, j, out, std::make_index_sequence<std::variant_size_v<Variant>>{})) return Status::OK();
   } catch (const std::exception& e) {

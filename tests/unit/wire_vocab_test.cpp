@@ -139,5 +139,63 @@ TEST(WireMessages, ParsesEachTypeAndRejectsUnknownOnes) {
   EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"type":"stop","reason":"bored"})"), &a).ok());
 }
 
+// Found by fuzz/fuzz_worker_messages.cpp: a "type" that is not a string threw out of
+// FromJson (json::value's type_error), ending the agent or worker that read it.
+TEST(WireMessages, TypeOfTheWrongKindIsAnErrorNotAnException) {
+  for (const char* text : {R"({"type":1733300100.5})", R"({"type":null})", R"({"type":["step"]})",
+                           R"({"type":{"a":1}})", R"({"type":true})"}) {
+    WorkerMessage m;
+    AgentMessage a;
+    Status st;
+    EXPECT_NO_THROW(st = FromJson(nlohmann::json::parse(text), &m)) << text;
+    EXPECT_FALSE(st.ok()) << text;
+    EXPECT_NE(st.message().find("\"type\" must be a string"), std::string::npos) << st.message();
+    EXPECT_NO_THROW(st = FromJson(nlohmann::json::parse(text), &a)) << text;
+    EXPECT_FALSE(st.ok()) << text;
+  }
+}
+
+// Found by fuzz/fuzz_worker_messages.cpp: nlohmann's get<int>() static_casts a JSON float
+// to the field's integer type, undefined behaviour when it is out of range (4.2e14 for
+// an int rank). Integer fields take only integers, within the field's range.
+TEST(WireMessages, IntegerFieldsTakeOnlyIntegersInRange) {
+  WorkerMessage m;
+  AgentMessage a;
+  for (const char* text : {R"({"type":"started","generation":3,"rank":4.2e14})",
+                           R"({"type":"started","rank":2147483648})", R"({"type":"started","rank":1.0})",
+                           R"({"type":"step","generation":1e300})",
+                           R"({"type":"step","generation":18446744073709551615})",
+                           R"({"type":"ended","stop_reasons":"1"})"}) {
+    Status st = FromJson(nlohmann::json::parse(text), &m);
+    EXPECT_FALSE(st.ok()) << text;
+  }
+  Status st = FromJson(nlohmann::json::parse(R"({"type":"started","rank":4.2e14})"), &m);
+  EXPECT_NE(st.message().find("field 'rank'"), std::string::npos) << st.message();
+  EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"type":"stop","generation":1e300})"), &a).ok());
+  EXPECT_FALSE(FromJson(nlohmann::json::parse(R"({"type":"assign","members":[{"rank":0.5}]})"), &a).ok());
+
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"type":"started","generation":-1,"rank":2147483647})"), &m).ok());
+  EXPECT_EQ(std::get<StartedMessage>(m).rank, 2147483647);
+  EXPECT_EQ(std::get<StartedMessage>(m).generation, -1);
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"type":"step","step":9007199254740993,"loss":2})"), &m).ok());
+  EXPECT_EQ(std::get<StepMessage>(m).step, 9007199254740993);  // exact: read as an integer
+  EXPECT_EQ(std::get<StepMessage>(m).loss, 2.0);                // a double field takes an integer
+}
+
+TEST(WireRecords, IntegerFieldsTakeOnlyIntegersInRange) {
+  AgentInfo info;
+  EXPECT_FALSE(FromJson(R"({"id":"a","slots":1e20})", &info).ok());
+  JobRecord rec;
+  Status st = FromJson(R"({"job_id":"j","generation":2.5})", &rec);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("job state: field 'generation'"), std::string::npos) << st.message();
+  Plan plan;
+  EXPECT_FALSE(FromJson(R"({"members":[{"rank":0,"pid":-3000000000}]})", &plan).ok());
+  ASSERT_TRUE(FromJson(R"({"id":"a","slots":4,"pid":77,"started_at":12})", &info).ok());
+  EXPECT_EQ(info.slots, 4);
+  EXPECT_EQ(info.started_at, 12.0);
+  EXPECT_EQ(info.host, "");  // missing: the default
+}
+
 }  // namespace
 }  // namespace elastrain
