@@ -159,17 +159,11 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
     }
     (void)store_->DeletePrefix(keys::DepartedPrefix());  // read into this plan's decision
   }
-  // Stops and commands carry the job's id: an agent fences out any other job's.
-  if (d.stop) {
-    GenerationStop stop = *d.stop;
-    stop.job_id = spec_.job_id;
-    ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(stop)).status());
-  }
-  for (auto [agent, cmd] : d.commands) {
-    cmd.job_id = spec_.job_id;
+  // Stops and commands carry the job's id (the policy stamps it): agents fence out others.
+  if (d.stop) ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(*d.stop)).status());
+  for (const auto& [agent, cmd] : d.commands)
     ELASTRAIN_RETURN_IF_ERROR(
         store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
-  }
   for (const Event& e : d.events) {
     events_.Emit(e.name, e.fields);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));

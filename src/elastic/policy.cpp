@@ -262,7 +262,7 @@ bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
                               {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
                                                      "worker_heartbeat_timeout={}s)",
                                                      obs_.now - newest, s_.heartbeat_timeout)}});
-  for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now}});
+  for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now, s_.job_id}});
   return true;
 }
 
@@ -289,7 +289,7 @@ void Decider::AskStopOrResize(const Plan& plan) {
     r().stop_sent_gen = g;
     Emit("stop_requested", {{"generation", g}, {"step", r().step}});
   }
-  if (user_stop || resize) d_.stop = GenerationStop{g, StopBits(g)};
+  if (user_stop || resize) d_.stop = GenerationStop{g, StopBits(g), false, s_.job_id};
 }
 
 int Decider::StopBits(int64_t g) const {
@@ -308,7 +308,7 @@ void Decider::BeginEnding(int64_t g, const std::vector<Member>& members) {
   for (const Member& x : members)
     lost_member |= x.fate == Fate::kExited || x.fate == Fate::kLost || x.fate == Fate::kFailed ||
                    x.fate == Fate::kAborted;
-  if (lost_member) d_.stop = GenerationStop{g, StopBits(g), true};
+  if (lost_member) d_.stop = GenerationStop{g, StopBits(g), true, s_.job_id};
 }
 
 // One event per member that ended other than by completing or stopping (once each).
@@ -346,7 +346,7 @@ bool Decider::EndStragglers(int64_t g, const std::vector<Member>& members) {
   if (live.empty()) return false;
   if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
     r().kill_sent_gen = g;
-    for (const Member* x : live) d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now}});
+    for (const Member* x : live) d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now, s_.job_id}});
     Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
                                {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
                                                       "end (collective_timeout={}s + {}s)",

@@ -35,7 +35,7 @@ expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill,
   train model_name=tiny fail_mode=explode "${common[@]}"
 expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
   train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"
-expect_error "bad store URL" "--store 'redis://x': expected memory:// or etcd://HOST:PORT" -- agent --store redis://x --slots 1
+expect_error "bad store URL" "--store 'redis://x': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT" -- agent --store redis://x --slots 1
 ELASTRAIN_TOKEN=x expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
 expect_error "no token for a head" "no token for --head http://127.0.0.1:9: pass --token-file PATH or set ELASTRAIN_TOKEN" -- \
   status --head http://127.0.0.1:9

@@ -81,7 +81,8 @@ expect_error "credentials over plain etcd://" "plain HTTP.*use etcds://" -- \
 
 # --- a job --------------------------------------------------------------------------
 "$BIN" head --store "$ETCD_URL" "${CREDS[@]}" --port 0 >"$WORK/head.log" 2>&1 &
-bg_track $!
+HEAD_PID=$!
+bg_track $HEAD_PID
 head_url() { HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1 || true); [ -n "$HEAD" ]; }
 wait_until 60 head_url && pass "head up over $ETCD_URL: $(head -1 "$WORK/head.log")" \
   || fail "head did not start: $(cat "$WORK/head.log")"
@@ -94,8 +95,11 @@ ELASTRAIN_ETCD_CA="$C/ca.crt" ELASTRAIN_ETCD_CERT="$C/etcd-client.crt" ELASTRAIN
   ELASTRAIN_ETCD_USER="$ETCD_USER" ELASTRAIN_ETCD_PASSWORD_FILE="$ETCD_PASSWORD_FILE" \
   "$BIN" agent --store "$ETCD_URL" --slots 1 --id h2 --host-name h2 >"$WORK/h2.log" 2>&1 &
 bg_track $!
-# The idle head watches for up to 5 s between reads, so its token (2 s) expires; etcd
-# logs the refused token, and the head must go on with a fresh one.
+# The head is frozen for longer than a token lives (2 s unused), so its token expires;
+# etcd logs the refused token, and the head must go on with a fresh one.
+kill -STOP "$HEAD_PID"
+sleep 4
+kill -CONT "$HEAD_PID"
 expired() { grep -q "invalid auth token" "$WORK/etcd.log"; }
 wait_until 30 expired && pass "a token expired: $(grep -m1 -o 'invalid auth token' "$WORK/etcd.log")" \
   || fail "no token expired within 30 s"
