@@ -73,6 +73,22 @@ wait_field world 3 120 && pass "a fourth agent grew the world back to 3: $(ev $r
   || fail "world $(field world): $(field reason)"
 grep -q "h4" <<<"$("$BIN" status --head "$HEAD")" && pass "host h4 holds a rank" || fail "h4 has no rank"
 
+# Fencing (docs/security.md): commands forged into etcd for another job, or for none,
+# are refused by the agent; its worker and the agent itself go on (the one failure
+# counted at the end is the host loss above).
+forged_worker=""
+for i in 0 1 2; do [ "$(field ranks.$i.host)" = h1 ] && forged_worker=$(field ranks.$i.worker); done
+etcd_put() {
+  curl -s -X POST "http://${ETCD_URL#etcd://}/v3/kv/put" \
+    -d "{\"key\":\"$(printf %s "$1" | base64 -w0)\",\"value\":\"$(printf %s "$2" | base64 -w0)\"}" >/dev/null
+}
+etcd_put elastrain/commands/h1/forged-1 "{\"action\":\"kill\",\"worker\":\"$forged_worker\",\"job_id\":\"another-job\"}"
+etcd_put elastrain/commands/h1/forged-2 '{"action":"host","worker":""}'
+refused_twice() { [ "$(grep -c 'refused command' "$WORK/h1.log")" -ge 2 ]; }
+wait_until 30 refused_twice && pass "forged commands refused: $(grep -m1 -o 'refused command.*' "$WORK/h1.log")" \
+  || fail "forged commands not refused: $(tail -3 "$WORK/h1.log")"
+kill -0 "${AGENT[h1]}" 2>/dev/null && pass "agent h1 still runs (a forged host kill was refused)" || fail "agent h1 is gone"
+
 # 7: the head dies and comes back.
 gen_before=$(field generation)
 step_before=$(last_step $run)
