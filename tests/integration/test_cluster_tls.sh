@@ -1,9 +1,10 @@
-# Issue 14, etcd's part: cluster mode over etcds:// against an etcd that serves only
+# Issue 14, point 2: cluster mode over etcds:// against an etcd that serves only
 # HTTPS, demands client certificates (--client-cert-auth) and has its authentication on
 # (users root and elastrain; role elastrain may read and write the prefix "elastrain/" and
 # nothing else). A head and two agents of one slot each run a tiny job to SUCCEEDED: the
 # head and agent h1 take their credentials from flags, agent h2 from ELASTRAIN_ETCD_*,
-# and every worker from the environment its agent gives it. Then the refusals: no client
+# and every worker from the environment its agent gives it; the head serves its API over
+# HTTPS and refuses clients without its token. Then the refusals: no client
 # certificate, a wrong password, plain etcd:// to the TLS port, an untrusted CA, a client
 # certificate with a Common Name, a key file others can read, credentials over etcd://.
 # Tokens live 2 s unused here, so expired tokens are met and renewed along the way.
@@ -20,12 +21,12 @@ creds() {
 creds
 PASSWORD=$(cat "$ETCD_PASSWORD_FILE")
 
-# The head's API, in one place: submit and status (an API token would be added here).
-# 300 s bounds a hang.
+# The head's API, in one place: submit and status, over HTTPS against the test CA (the
+# token is the head's own, ~/.elastrain/head_token in this test's HOME). 300 s bounds a hang.
 api() {
   local cmd=$1
   shift
-  timeout 300 "$BIN" "$cmd" --head "$HEAD" "$@"
+  timeout 300 "$BIN" "$cmd" --head "$HEAD" --ca-cert "$C/ca.crt" "$@"
 }
 
 # --- refusals -------------------------------------------------------------------------
@@ -80,15 +81,29 @@ expect_error "credentials over plain etcd://" "plain HTTP.*use etcds://" -- \
   head --port 0 --store "etcd://127.0.0.1:$ETCD_PORT" "${CREDS[@]}"
 
 # --- a job --------------------------------------------------------------------------
-"$BIN" head --store "$ETCD_URL" "${CREDS[@]}" --port 0 >"$WORK/head.log" 2>&1 &
+# A port that serves plain HTTP (a throwaway head's API): etcds:// there fails the handshake.
+"$BIN" head --store memory:// --port 0 --token-file "$WORK/plain/head_token" >"$WORK/plain.log" 2>&1 &
+bg_track $!
+plain_url() { PLAIN=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/plain.log" | head -1 || true); [ -n "$PLAIN" ]; }
+wait_until 60 plain_url || fail "the plain head did not start: $(cat "$WORK/plain.log")"
+expect_error "etcds:// to a plain HTTP port" "TLS handshake .* failed.*wants etcd://" -- \
+  head --port 0 --store "etcds://${PLAIN#http://}" "${CREDS[@]}"
+
+# The head: etcd over TLS with a client certificate and a user, its API over HTTPS.
+"$BIN" head --store "$ETCD_URL" "${CREDS[@]}" --port 0 --tls-cert "$C/server.crt" --tls-key "$C/server.key" \
+  >"$WORK/head.log" 2>&1 &
 HEAD_PID=$!
 bg_track $HEAD_PID
-head_url() { HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1 || true); [ -n "$HEAD" ]; }
+head_url() { HEAD=$(grep -o 'https://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1 || true); [ -n "$HEAD" ]; }
 wait_until 60 head_url && pass "head up over $ETCD_URL: $(head -1 "$WORK/head.log")" \
   || fail "head did not start: $(cat "$WORK/head.log")"
-# The head's API port serves plain HTTP: etcds:// there fails the handshake.
-expect_error "etcds:// to a plain HTTP port" "TLS handshake .* failed.*wants etcd://" -- \
-  head --port 0 --store "etcds://${HEAD#http://}" "${CREDS[@]}"
+# The head refuses a client without its token, and a client without the CA refuses the head.
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$C/ca.crt" "$HEAD/api/v1/job" || true)
+[ "$code" = 401 ] && pass "the head answers 401 to a request without a token" || fail "no token: HTTP $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$C/ca.crt" -X POST -H 'Content-Type: application/json' \
+  -d '{"config_yaml":"model_name: tiny"}' "$HEAD/api/v1/jobs" || true)
+[ "$code" = 401 ] && pass "POST /api/v1/jobs without a token: 401" || fail "submit without a token: HTTP $code"
+expect_error "status without the CA" "certificate" -- status --head "$HEAD"
 "$BIN" agent --store "$ETCD_URL" "${CREDS[@]}" --slots 1 --id h1 --host-name h1 >"$WORK/h1.log" 2>&1 &
 bg_track $!
 ELASTRAIN_ETCD_CA="$C/ca.crt" ELASTRAIN_ETCD_CERT="$C/etcd-client.crt" ELASTRAIN_ETCD_KEY="$C/etcd-client.key" \
