@@ -17,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -133,6 +134,38 @@ void SetError(httplib::Response& res, int status, const std::string& message) {
                   "application/json");
 }
 
+// Refused requests go to the log (peer, method, path, code; never a header or the body),
+// at most kMaxRefusalLines per kRefusalWindowSeconds so that a flood cannot fill the disk.
+class RefusalLog {
+ public:
+  void Note(const httplib::Request& req, int status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const double now = WallSeconds();
+    if (now - window_start_ >= kRefusalWindowSeconds) {
+      if (suppressed_ > 0) LOG_WARN("api: {} more refused requests were not logged", suppressed_);
+      window_start_ = now;
+      lines_ = 0;
+      suppressed_ = 0;
+    }
+    if (lines_ >= kMaxRefusalLines) {
+      ++suppressed_;
+      return;
+    }
+    ++lines_;
+    std::string path;
+    for (char c : req.path.substr(0, 120)) path += (c >= 0x20 && c < 0x7f) ? c : '?';
+    LOG_WARN("api: refused {} {} from {}: HTTP {}", req.method.substr(0, 10), path, req.remote_addr, status);
+  }
+
+ private:
+  static constexpr double kRefusalWindowSeconds = 10;
+  static constexpr int kMaxRefusalLines = 20;
+  std::mutex mu_;
+  double window_start_ = 0;  // GUARDED_BY(mu_)
+  int lines_ = 0;            // GUARDED_BY(mu_)
+  int64_t suppressed_ = 0;   // GUARDED_BY(mu_)
+};
+
 // The names and addresses of this machine, for the Host check of a wildcard bind.
 std::vector<std::string> LocalNames() {
   std::vector<std::string> names = {"localhost"};
@@ -195,6 +228,7 @@ class JobApiServer::Impl {
   const JobApiOptions opt_;
   RunView view_;
   std::unique_ptr<httplib::Server> server_;
+  RefusalLog refusals_;
   std::map<std::string, Handler> posts_;  // path -> the guarded handler, for PreRouting
   std::vector<std::string> allowed_hosts_;
   std::thread thread_;
@@ -398,6 +432,12 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
     server_->set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!FramingOk(req, res) || !Admit(req, res, Access::kToken)) return res.status;
       return kHttpContinue;
+    });
+    server_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      if (res.status == kHttpBadRequest || res.status == kHttpUnauthorized || res.status == kHttpForbidden ||
+          res.status == kHttpLengthRequired || res.status == kHttpPayloadTooLarge ||
+          res.status == kHttpUnsupportedMediaType || res.status == kHttpMisdirected)
+        refusals_.Note(req, res.status);
     });
     server_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown error";

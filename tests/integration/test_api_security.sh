@@ -13,8 +13,7 @@
 #  - HTTPS (scripts/make_certs.sh), a head and an embedded run: status with --ca-cert
 #    works, without the CA it fails with a certificate error, plain http to it fails.
 source "$(dirname "$0")/lib.sh"
-export HOME="$WORK/home"  # the default token and head_url live here, not in the user's home
-unset ELASTRAIN_TOKEN ELASTRAIN_CA_CERT
+# (lib.sh gives the test its own HOME, where the default token and head_url live.)
 CAPTURE="$TOOLS/tcp_capture"
 
 # start_head NAME ARGS...: an `elastrain head` on a free port; sets PID_<NAME>.
@@ -57,6 +56,9 @@ grep -q "Bearer <the token in $TOKEN_FILE>" "$WORK/body" && ! grep -q "$TOKEN" "
 sleep 0.5
 [ ! -e "$WORK/runs/sneaky" ] && [ -z "$(curl -s -m 10 "${AUTH[@]}" "$URL/api/v1/job" | grep sneaky)" ] \
   && pass "no run directory and no job after the refused submit" || fail "the refused submit left $WORK/runs/sneaky or a job"
+grep -q "api: refused POST /api/v1/jobs from 127.0.0.1: HTTP 401" "$WORK/main.log" \
+  && pass "the head logs the refusal: $(grep -m1 -o 'api: refused.*' "$WORK/main.log")" \
+  || fail "no refusal in the head's log: $(tail -3 "$WORK/main.log")"
 expect_code "POST /api/v1/jobs with a wrong token" 401 -X POST "${JSON[@]}" -H "Authorization: Bearer $(tr 0-9a-f 1-9a-f0 <<<"$TOKEN")" \
   -d "$(job_yaml sneaky)" "$URL/api/v1/jobs"
 for route in job events dashboard checkpoints goodput; do
@@ -197,4 +199,6 @@ wait $TLSRUN || rc=$?
 [ "$rc" -eq 4 ] && [ ! -e "$run/head_url" ] && pass "the HTTPS run stopped (exit 4) and removed its head_url" \
   || fail "the HTTPS run: exit $rc, head_url $(cat "$run/head_url" 2>&1)"
 
+grep -qF "$TOKEN" <(grep -v '^dashboard: ' "$WORK/main.log") && fail "the token is in the head's log" \
+  || pass "the token appears in the head's output only in the printed dashboard URL"
 finish
