@@ -97,6 +97,17 @@ Status CheckRoot(int fd, const fs::path& root) {
   return Status::OK();
 }
 
+// A directory of the user's own choosing (outside, or above, every guarded one): its
+// path is resolved as usual, links included.
+Result<UniqueFd> OpenUserDirectory(const fs::path& dir, bool create) {
+  std::error_code ec;
+  if (create) fs::create_directories(dir, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot create directory ({})", dir.string(), ec.message()));
+  const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("directory", dir.string());
+  return UniqueFd(fd);
+}
+
 }  // namespace
 
 void GuardDirectory(const std::string& dir) {
@@ -120,23 +131,11 @@ Result<ParentDir> OpenParent(const std::string& path, bool create_dirs, bool for
   std::vector<std::string> rest;
   const fs::path root = RootOf(p, &rest);
   if (root.empty() || rest.empty()) {  // not below a guarded directory (or the root itself)
-    const fs::path dir = p.parent_path();
-    std::error_code ec;
-    if (create_dirs) fs::create_directories(dir, ec);
-    if (ec) return Status::IOError(fmt::format("{}: cannot create directory ({})", dir.string(), ec.message()));
-    const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return Errno("directory", dir.string());
-    out.dir = UniqueFd(fd);
+    ELASTRAIN_ASSIGN_OR_RETURN(out.dir, OpenUserDirectory(p.parent_path(), create_dirs));
     return out;
   }
   out.guarded = true;
-  const fs::path above = root.parent_path();
-  std::error_code ec;
-  if (create_dirs) fs::create_directories(above, ec);
-  if (ec) return Status::IOError(fmt::format("{}: cannot create directory ({})", above.string(), ec.message()));
-  const int afd = ::open(above.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (afd < 0) return Errno("directory", above.string());
-  UniqueFd at(afd);
+  ELASTRAIN_ASSIGN_OR_RETURN(UniqueFd at, OpenUserDirectory(root.parent_path(), create_dirs));
   ELASTRAIN_ASSIGN_OR_RETURN(UniqueFd cur, StepInto(at.get(), root.filename().string(), root.string(), create_dirs));
   if (for_write) ELASTRAIN_RETURN_IF_ERROR(CheckRoot(cur.get(), root));
   fs::path shown = root;

@@ -464,12 +464,18 @@ TEST_F(AgentMachineTest, StopsAndCommandsOfAnotherJobAreIgnored) {
             std::vector<int>{SIGKILL});
 }
 
-TEST(AgentMachineEnd, AnEmbeddedAgentWhoseJobEndedBeforeItStartedEndsToo) {
+// An agent that ends with its job, as `elastrain train` runs one.
+AgentMachineOptions EmbeddedAgent(const std::string& id, int slots) {
   AgentMachineOptions o;
-  o.id = "local";
-  o.slots = 2;
+  o.id = id;
+  o.host = "h1";
+  o.slots = slots;
   o.exit_when_job_ends = true;
-  AgentMachine m(o);
+  return o;
+}
+
+TEST(AgentMachineEnd, AnEmbeddedAgentWhoseJobEndedBeforeItStartedEndsToo) {
+  AgentMachine m(EmbeddedAgent("local", 2));
   JobObserved j;
   j.spec = JobSpec{"job1", "model_name: tiny\n", "/runs/job1", 1};
   j.terminal = true;  // e.g. FAILED: its run directory was refused
@@ -481,12 +487,7 @@ TEST(AgentMachineEnd, AnEmbeddedAgentWhoseJobEndedBeforeItStartedEndsToo) {
 }
 
 TEST(AgentMachineEnd, TheJobsEndDrainsItsWorkersAndEndsAnEmbeddedAgent) {
-  AgentMachineOptions o;
-  o.id = "a1";
-  o.host = "h1";
-  o.slots = 1;
-  o.exit_when_job_ends = true;
-  AgentMachine m(o);
+  AgentMachine m(EmbeddedAgent("a1", 1));
   JobObserved job;
   job.spec = JobSpec{"job1", "", "/runs/job1", 1};
   job.settings = AgentJobSettings{};
