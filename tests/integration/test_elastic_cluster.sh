@@ -1,4 +1,5 @@
-# Issue 5, points 5, 6 and 7, in cluster mode: etcd on loopback, `elastrain head`, and
+# Issue 5, points 5, 6 and 7, in cluster mode: etcd on loopback (over TLS, with client
+# certificates and a user), `elastrain head`, and
 # agents of one slot each standing for hosts.
 #   6: fewer than MIN slots -> WAITING_FOR_RESOURCES, resumes when agents join;
 #   5: SIGKILL of a whole agent with its worker (host loss) is survived through lease
@@ -11,7 +12,14 @@ source "$SRC/tests/integration/etcd_lib.sh"
 # and records its URL beside it; the CLI sends that token to that URL only (--head "$HEAD"
 # is the same URL).
 unset ELASTRAIN_TOKEN
-start_etcd
+# etcd as docs/security.md has it: TLS only, client certificates demanded, authentication
+# on; head, agents and (through their agents) workers take the credentials from the
+# environment.
+bash "$SRC/scripts/make_certs.sh" "$WORK/certs" >/dev/null
+start_etcd_tls "$WORK/certs"
+export ELASTRAIN_ETCD_CA="$ETCD_CERTS/ca.crt" ELASTRAIN_ETCD_CERT="$ETCD_CERTS/etcd-client.crt" \
+  ELASTRAIN_ETCD_KEY="$ETCD_CERTS/etcd-client.key" ELASTRAIN_ETCD_USER="$ETCD_USER" \
+  ELASTRAIN_ETCD_PASSWORD_FILE="$ETCD_PASSWORD_FILE"
 declare -A AGENT
 start_head() {
   "$BIN" head --store "$ETCD_URL" --port 0 >"$WORK/head$1.log" 2>&1 &
@@ -78,9 +86,9 @@ grep -q "h4" <<<"$("$BIN" status --head "$HEAD")" && pass "host h4 holds a rank"
 # counted at the end is the host loss above).
 forged_worker=""
 for i in 0 1 2; do [ "$(field ranks.$i.host)" = h1 ] && forged_worker=$(field ranks.$i.worker); done
-etcd_put() {
-  curl -s -X POST "http://${ETCD_URL#etcd://}/v3/kv/put" \
-    -d "{\"key\":\"$(printf %s "$1" | base64 -w0)\",\"value\":\"$(printf %s "$2" | base64 -w0)\"}" >/dev/null
+etcd_put() {  # as someone holding elastrain's etcd credentials
+  etcd_tls_call /v3/kv/put "{\"key\":\"$(printf %s "$1" | base64 -w0)\",\"value\":\"$(printf %s "$2" | base64 -w0)\"}" \
+    "$(etcd_tls_token "$ETCD_USER" "$ETCD_PASSWORD_FILE")" >/dev/null
 }
 etcd_put elastrain/commands/h1/forged-1 "{\"action\":\"kill\",\"worker\":\"$forged_worker\",\"job_id\":\"another-job\"}"
 etcd_put elastrain/commands/h1/forged-2 '{"action":"host","worker":""}'
