@@ -74,9 +74,10 @@ expect_refused "run_name climbs out" "run_name=\.\./escape: expected one folder 
 make_corpus "$WORK/corpus.txt"
 out=$(timeout 300 "$BIN" train "${tiny[@]}" run_name=ok num_workers=2 checkpoint_period=1 dataset_type=text \
   vocab_size=256 max_target_length=32 dataset_path="$WORK/corpus.txt" 2>&1) || fail "a good run failed: $(tail -3 <<<"$out")"
-open_files=$(find "$RUNS/ok" "$RUNS" -maxdepth 0 -perm /077; find "$RUNS/ok" ! -name head_url -perm /077)
-[ -n "$(find "$RUNS/ok" -name '*.safetensors' -print -quit)" ] && [ -z "$open_files" ] \
-  && pass "a run's files and folders are private ($(find "$RUNS/ok" | wc -l) entries)" \
+# The token cache (a copy of the training text) is under $RUNS/.cache.
+open_files=$(find "$RUNS/ok" "$RUNS/.cache" ! -name head_url -perm /077)
+[ -n "$(find "$RUNS/ok" -name '*.safetensors' -print -quit)" ] && [ -n "$(ls "$RUNS/.cache")" ] && [ -z "$open_files" ] \
+  && pass "a run's files and folders, and the token cache, are private ($(find "$RUNS/ok" "$RUNS/.cache" | wc -l) entries)" \
   || fail "not private: $open_files"
 victim_ok && pass "the victim file is unchanged" || fail "the victim file changed"
 
