@@ -33,12 +33,14 @@ void PrintUsage() {
       "                                       submit a job to a head\n"
       "  status [--head URL | --run-dir DIR] [--json]\n"
       "                                       state, generation, world size, step, ranks\n"
-      "  stop [--head URL | --run-dir DIR] [--token T]\n"
+      "  stop [--head URL | --run-dir DIR]\n"
       "                                       save and stop the job\n"
       "  chaos kill [--hang] --rank R | kill --host H [--head URL | --run-dir DIR]\n"
       "                                       rehearse a failure\n"
       "  report RUN_DIR [--html PATH] [--json]\n"
       "                                       goodput breakdown and an HTML report of a run\n"
+      "the job commands take the API token from --token-file PATH or $ELASTRAIN_TOKEN\n"
+      "(never from the command line) and an https head's CA from --ca-cert PATH\n"
       "exit codes: 0 success, 1 failure, 2 bad configuration, 3 preempted, 4 stopped\n");
 }
 
