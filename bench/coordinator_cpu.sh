@@ -25,6 +25,9 @@ WINDOW=${WINDOW:-12}
 STEPS=${STEPS:-30}
 TRAIN_RUNS=${TRAIN_RUNS:-2}  # whole runs per binary for the training time; 0: none
 WORK=$(mktemp -d /tmp/elastrain_coord_bench.XXXXXX)
+# The head keeps its API token under $HOME/.elastrain: the bench's own, not the user's.
+export HOME="$WORK/home"
+mkdir -p "$HOME"
 mkdir -p "$WORK/runs"
 PIDS=()  # every process started, for the EXIT trap (some are disowned)
 trap 'set +e; for p in "${PIDS[@]}"; do pkill -9 -P "$p"; kill -9 "$p"; done 2>/dev/null; kill -9 $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
