@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/signals.h"
 
 namespace elastrain {
 
@@ -30,23 +31,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// Gloo writes to sockets with writev(2), which has no MSG_NOSIGNAL: a write to a peer
-// that just died raises SIGPIPE, whose default action kills this process before Gloo
-// can report EPIPE. Workers must survive a dead peer to report it, so ignore SIGPIPE,
-// unless the program installed its own handler.
-void IgnoreSigpipeOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction old {};
-    if (sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
-      struct sigaction ign {};
-      ign.sa_handler = SIG_IGN;
-      sigemptyset(&ign.sa_mask);
-      sigaction(SIGPIPE, &ign, nullptr);
-    }
-  });
-}
 
 // One TCP device (one epoll thread) per bind address and process, shared by all groups.
 // Weak references: the device lives as long as some group uses it. The pid check keeps

@@ -123,4 +123,17 @@ void ResetSignalMaskInChild() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+void IgnoreSigpipeOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
+      struct sigaction ign {};
+      ign.sa_handler = SIG_IGN;
+      sigemptyset(&ign.sa_mask);
+      ::sigaction(SIGPIPE, &ign, nullptr);
+    }
+  });
+}
+
 }  // namespace elastrain

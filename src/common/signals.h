@@ -57,4 +57,11 @@ class TerminationNotice {
 // the program it runs starts with the usual mask.
 void ResetSignalMaskInChild();
 
+// Ignores SIGPIPE for the process (once; not if the program installed its own handler).
+// Gloo writes with writev(2) and OpenSSL with write(2), neither with MSG_NOSIGNAL: a write
+// to a peer that just closed raises SIGPIPE, whose default action kills the process
+// before the error (EPIPE) can be reported. Workers must survive a dead peer to report
+// it, and a client etcd refuses after the TLS handshake must live to say why.
+void IgnoreSigpipeOnce();
+
 }  // namespace elastrain

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
+#include "common/safe_path.h"
 
 namespace elastrain {
 
@@ -53,13 +54,6 @@ const char* FileKind(mode_t m) {
 }
 
 // Closes a descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
 // What is wrong with the open file `fd` at `path`; OK when it passes the trust rule.
 Status CheckTrusted(const std::string& path, int fd) {
   struct stat st {};
@@ -85,8 +79,8 @@ Status CheckTrusted(const std::string& path, int fd) {
 
 Result<std::string> ReadTokenFile(const std::string& path) {
   // O_NONBLOCK: a FIFO planted at the path must not block the open; fstat refuses it.
-  Fd f{open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
-  if (f.fd < 0) {
+  UniqueFd f(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (f.get() < 0) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound(fmt::format("no API token file at {}", path));
     if (err == ELOOP) {
@@ -96,11 +90,11 @@ Result<std::string> ReadTokenFile(const std::string& path) {
     }
     return Status::IOError(fmt::format("cannot open the API token file {}: {}", path, std::strerror(err)));
   }
-  ELASTRAIN_RETURN_IF_ERROR(CheckTrusted(path, f.fd));
+  ELASTRAIN_RETURN_IF_ERROR(CheckTrusted(path, f.get()));
   char buf[kTokenHexDigits + 3];
   size_t got = 0;
   while (got < sizeof(buf)) {
-    const ssize_t n = read(f.fd, buf + got, sizeof(buf) - got);
+    const ssize_t n = read(f.get(), buf + got, sizeof(buf) - got);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return Status::IOError(fmt::format("cannot read the API token file {}: {}", path, std::strerror(errno)));
     if (n == 0) break;
@@ -120,16 +114,15 @@ Result<std::string> EnsureTokenFile(const std::string& path) {
   if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
   const std::string token = RandomHex(kTokenBytes);
   const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  Fd f{open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kTokenMode)};
-  if (f.fd < 0)
+  UniqueFd f(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kTokenMode));
+  if (f.get() < 0)
     return Status::IOError(fmt::format("cannot create the API token file {}: {}", tmp, std::strerror(errno)));
   const std::string line = token + "\n";
-  const bool written = fchmod(f.fd, kTokenMode) == 0 &&  // the umask may have taken bits away
-                       write(f.fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                       fsync(f.fd) == 0;
+  const bool written = fchmod(f.get(), kTokenMode) == 0 &&  // the umask may have taken bits away
+                       write(f.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       fsync(f.get()) == 0;
   const int write_errno = errno;
-  close(f.fd);
-  f.fd = -1;
+  f = UniqueFd();  // closed before the link
   if (!written) {
     unlink(tmp.c_str());
     return Status::IOError(fmt::format("cannot write the API token file {}: {}", tmp, std::strerror(write_errno)));
@@ -195,20 +188,20 @@ void RemoveUrlFile(const std::string& path, const std::string& url) {
 Result<std::string> ReadUrlFile(const std::string& path) {
   // Whoever can write this file chooses where the token goes: it must be ours and
   // writable by us only, and not a link.
-  Fd f{open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)};
-  if (f.fd < 0) {
+  UniqueFd f(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (f.get() < 0) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("no API URL recorded at {}", path));
     return Status::InvalidArgument(fmt::format("cannot read the API URL file {}: {}{}", path, std::strerror(errno),
                                                errno == ELOOP ? " (a symbolic link: refused)" : ""));
   }
   struct stat st {};
-  if (fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+  if (fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)
     return Status::InvalidArgument(fmt::format("the API URL file {} is not a regular file owned by {} and writable "
                                                "by its owner only; refusing to send a token where it points (remove "
                                                "it; the server writes it again when it starts)",
                                                path, UserName(geteuid())));
   std::string url(4096, '\0');
-  const ssize_t n = read(f.fd, url.data(), url.size());
+  const ssize_t n = read(f.get(), url.data(), url.size());
   url.resize(n > 0 ? static_cast<size_t>(n) : 0);
   while (!url.empty() && (url.back() == '\n' || url.back() == '\r' || url.back() == ' ')) url.pop_back();
   if (url.empty()) return Status::NotFound(fmt::format("the API URL file {} is empty", path));

@@ -24,6 +24,7 @@
 #include "store/etcd_codec.h"
 #include "store/etcd_credentials.h"
 #include "store/store.h"
+#include "common/signals.h"
 
 namespace elastrain {
 
@@ -59,23 +60,6 @@ std::string LastTlsError() {
   if (last == 0) return "";
   const char* reason = ::ERR_reason_error_string(last);
   return reason ? reason : "";
-}
-
-// OpenSSL writes with write(2), which has no MSG_NOSIGNAL: a request on a connection
-// etcd already closed (it refuses a client without a certificate after the handshake)
-// raises SIGPIPE, whose default action kills the process before the error is reported.
-// So ignore SIGPIPE, unless the program installed its own handler (as comm/ does).
-void IgnoreSigpipeOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction old {};
-    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) {
-      struct sigaction ign {};
-      ign.sa_handler = SIG_IGN;
-      sigemptyset(&ign.sa_mask);
-      ::sigaction(SIGPIPE, &ign, nullptr);
-    }
-  });
 }
 
 // "host" or "[v6]" for a URL.
