@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "common/process.h"
+
 #include "wire/exit_codes.h"
 
 #include <fmt/format.h>
@@ -80,6 +84,22 @@ int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> a
     return kExitBadConfig;
   }
   return -1;
+}
+
+void SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program) {
+  auto dash = std::find(args->begin(), args->end(), "--");
+  if (dash == args->end()) return;
+  program->assign(dash + 1, args->end());
+  args->erase(dash, args->end());
+}
+
+Status SetLaunchProgram(const std::vector<std::string>& program, TrainConfig* cfg) {
+  if (program.empty())
+    return Status::InvalidArgument("expected the program after `--`: elastrain launch [CONFIG.yml] [key=value ...] -- "
+                                   "PROGRAM ARGS (e.g. -- python3 train.py)");
+  cfg->launch_program = nlohmann::json(program).dump();
+  ELASTRAIN_RETURN_IF_ERROR(LaunchProgram(*cfg).status());
+  return FindProgram(program[0]).status();
 }
 
 }  // namespace elastrain

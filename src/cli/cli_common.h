@@ -38,4 +38,15 @@ void AddConfigArgs(CLI::App& app, std::vector<std::string>* config_args);
 // with one line on stderr for bad usage).
 int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args);
 
+// `... -- PROGRAM ARGS`: the arguments before the first "--" stay in *args, the program
+// and its arguments go to *program (empty when there is no "--").
+void SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program);
+// Puts `program` into cfg->launch_program (a JSON array) and checks that its first word
+// names an executable program here; InvalidArgument / NotFound naming it otherwise.
+Status SetLaunchProgram(const std::vector<std::string>& program, TrainConfig* cfg);
+
+// The job in this process: controller, local agent and API over an in-memory store, for
+// `train` with num_workers > 1 and for `launch` (src/cli/cmd_train.cpp).
+int RunEmbeddedJob(const TrainConfig& cfg);
+
 }  // namespace elastrain

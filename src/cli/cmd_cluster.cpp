@@ -2,7 +2,7 @@
 //   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P] [--token-file F]
 //                  [--tls-cert C --tls-key K] [--metrics-without-token] [--allowed-host N]
 //   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] --slots K [--id ID] [--host-name N] [--address IP]
-//   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]
+//   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...] [-- PROGRAM ARGS]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR]
 //   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
@@ -190,8 +190,11 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   return end.value() == AgentEnd::kPreempted ? kExitPreempted : kExitSuccess;
 }
 
-int RunSubmitCommand(const std::vector<std::string>& args) {
+int RunSubmitCommand(const std::vector<std::string>& all_args) {
   CLI::App app{"elastrain submit: submit a training job to a head"};
+  // `-- PROGRAM ARGS`: the agents run the program (elastrain launch's job in a cluster).
+  std::vector<std::string> args = all_args, program;
+  SplitProgramArgs(&args, &program);
   ApiFlags api;
   bool wait = false;
   std::vector<std::string> config_args;
@@ -205,6 +208,12 @@ int RunSubmitCommand(const std::vector<std::string>& args) {
                                                          "submit to an `elastrain head` (--head URL)"));
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());
+  if (std::find(all_args.begin(), all_args.end(), "--") != all_args.end()) {
+    // The program is looked up on the agents' hosts; here only its form is checked.
+    if (program.empty()) return FailCommand("submit", SetLaunchProgram(program, &cfg.value()));
+    cfg->launch_program = nlohmann::json(program).dump();
+    if (auto p = LaunchProgram(cfg.value()); !p.ok()) return FailCommand("submit", p.status());
+  }
   auto target = api.Target();
   if (!target.ok()) return FailCommand("submit", target.status());
   const std::string ca = CaCertFrom(api.ca_cert);

@@ -25,6 +25,8 @@
 #include "jobctl/run_token.h"
 #include "wire/exit_codes.h"
 #include "train/worker.h"
+#include "launch/launched_worker.h"
+#include "wire/channel.h"
 #include "monitor/job_api.h"
 #include "store/store.h"
 #include "train/trainer.h"
@@ -63,12 +65,21 @@ void PrintSummary(const TrainSummary& s) {
       static_cast<long long>(s.micro_batches_per_step), s.run_dir.c_str());
 }
 
+void PrintLaunchSummary(const JobRecord& r, const TrainConfig& cfg, const std::string& run_dir) {
+  std::printf("\nLaunched job finished: %lld generations, %lld failures (max_failures=%lld), last step reported %lld\n"
+              "  outputs    %s/{events.jsonl,metrics.jsonl,logs/}\n",
+              static_cast<long long>(r.generation + 1), static_cast<long long>(r.failures),
+              static_cast<long long>(cfg.max_failures), static_cast<long long>(r.step), run_dir.c_str());
+}
+}  // namespace
+
 // Embedded mode: the controller (a thread), the local agent (this thread: workers die
 // with the thread that spawned them) and the HTTP API, in this process, over an
 // in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
-int RunElastic(const TrainConfig& cfg) {
+int RunEmbeddedJob(const TrainConfig& cfg) {
+  const bool launched = !cfg.launch_program.empty();
   // Tokenise the corpus once here, so that the workers find the token cache ready.
-  if (cfg.dataset_type == "text") {
+  if (!launched && cfg.dataset_type == "text") {
     auto d = OpenDataset(DatasetOptionsForConfig(cfg));
     if (!d.ok()) return Fail(d.status());
   }
@@ -137,6 +148,10 @@ int RunElastic(const TrainConfig& cfg) {
   }
   if (!record.ok()) return Fail(record.status());
   const JobRecord& r = record.value();
+  if (r.state == JobState::kSucceeded && launched) {
+    PrintLaunchSummary(r, cfg, spec->run_dir);
+    return kExitSuccess;
+  }
   if (r.state == JobState::kSucceeded) {
     auto s = ReadRunSummary(spec->run_dir);
     if (!s.ok()) return Fail(s.status());
@@ -152,7 +167,6 @@ int RunElastic(const TrainConfig& cfg) {
     std::fprintf(stderr, "elastrain: error: job failed: %s\n", r.reason.c_str());
   return ExitCodeForJobState(r.state);
 }
-}  // namespace
 
 int RunTrainCommand(const std::vector<std::string>& args) {
   CLI::App app{"elastrain train: train a model (one process, or elastic workers under an embedded controller)"};
@@ -161,11 +175,14 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   if (int rc = ParseArgs(app, "train", args); rc >= 0) return rc;
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return Fail(cfg.status());
+  if (!cfg->launch_program.empty())
+    return Fail(Status::InvalidArgument("launch_program is set: run a program of your own with `elastrain launch "
+                                        "[CONFIG.yml] [key=value ...] -- PROGRAM ARGS`"));
   SetLogLevel(cfg->log_level);
   // An impossible mesh fails here, before any process starts.
   auto mesh = ResolveMeshForConfig(cfg.value());
   if (!mesh.ok()) return Fail(mesh.status());
-  if (cfg->max_workers > 1 || cfg->min_workers != cfg->max_workers) return RunElastic(cfg.value());
+  if (cfg->max_workers > 1 || cfg->min_workers != cfg->max_workers) return RunEmbeddedJob(cfg.value());
   auto summary = Train(cfg.value());
   if (!summary.ok()) return Fail(summary.status());
   PrintSummary(summary.value());
@@ -178,7 +195,18 @@ int RunWorkerCommand(const std::vector<std::string>& args) {
   app.add_option("--channel-fd", channel_fd, "the agent's end of the channel (elastic/channel.h)")
       ->required();
   if (int rc = ParseArgs(app, "worker", args); rc >= 0) return rc;
-  return RunWorkerProcess(channel_fd);
+  Channel ch(channel_fd);
+  auto job = ReceiveJobMessage(&ch);
+  if (!job.ok()) {
+    LOG_ERROR("{}", job.status().message());
+    return kExitFailure;
+  }
+  // `elastrain launch`: this worker runs the user's program instead of the trainer.
+  if (auto cfg = LoadConfigText(job->config_yaml, "job config"); cfg.ok() && !cfg->launch_program.empty()) {
+    SetLogLevel(cfg->log_level);
+    return RunLaunchedWorker(&ch, job.value(), cfg.value());
+  }
+  return RunWorkerProcess(&ch, job.value());
 }
 
 }  // namespace elastrain

@@ -8,6 +8,9 @@
 namespace elastrain {
 
 int RunTrainCommand(const std::vector<std::string>& args);
+// `launch [CONFIG.yml] [key=value ...] -- PROGRAM ARGS`: the user's program per worker,
+// elastically (src/cli/cmd_launch.cpp, docs/launch.md).
+int RunLaunchCommand(const std::vector<std::string>& args);
 // Internal: a worker process, started by an agent (elastic/worker.h).
 int RunWorkerCommand(const std::vector<std::string>& args);
 int RunTokenizerCommand(const std::vector<std::string>& args);

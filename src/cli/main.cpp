@@ -29,7 +29,9 @@ void PrintUsage() {
       "  head --store etcd[s]://HOST:PORT     the controller of cluster mode, with its HTTP API\n"
       "  agent --store etcd[s]://HOST:PORT --slots K\n"
       "                                       run the workers of this host\n"
-      "  submit [--head URL] [--wait] [CONFIG.yml] [key=value ...]\n"
+      "  launch [CONFIG.yml] [key=value ...] -- PROGRAM ARGS\n"
+      "                                       run your own program (a torchrun script) per worker\n"
+      "  submit [--head URL] [--wait] [CONFIG.yml] [key=value ...] [-- PROGRAM ARGS]\n"
       "                                       submit a job to a head\n"
       "  status [--head URL | --run-dir DIR] [--json]\n"
       "                                       state, generation, world size, step, ranks\n"
@@ -56,7 +58,7 @@ constexpr Command kCommands[] = {
     {"head", elastrain::RunHeadCommand},       {"agent", elastrain::RunAgentCommand},
     {"submit", elastrain::RunSubmitCommand},   {"status", elastrain::RunStatusCommand},
     {"stop", elastrain::RunStopCommand},       {"chaos", elastrain::RunChaosCommand},
-    {"report", elastrain::RunReportCommand},
+    {"report", elastrain::RunReportCommand},   {"launch", elastrain::RunLaunchCommand},
 };
 }  // namespace
 

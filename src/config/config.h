@@ -146,7 +146,15 @@ struct TrainConfig {
   std::string dashboard_tls_cert;            // PEM: serve HTTPS (with dashboard_tls_key)
   std::string dashboard_tls_key;
   double cost_per_worker_hour = 0;           // USD, for the estimated cost on /metrics
+  // --- launch (elastrain launch, docs/launch.md) ---
+  std::string launch_program;                // a JSON array of strings; empty: the built-in trainer
+  bool warm_spares = false;                  // keep a started program waiting per worker
 };
+
+// The program of `elastrain launch` (launch_program parsed): empty for the built-in
+// trainer. InvalidArgument naming launch_program when it is not a JSON array of 1 to
+// 4096 non-empty strings without NUL, each at most 64 KiB.
+Result<std::vector<std::string>> LaunchProgram(const TrainConfig& c);
 
 // Loads the embedded defaults, then `yaml_path` (if non-empty), then `overrides`
 // ("key=value", applied in order; the value text is parsed into the key's type).

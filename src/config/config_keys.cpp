@@ -110,6 +110,9 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("dashboard_tls_cert", "elastic", dashboard_tls_cert, "PEM certificate: serve the API over HTTPS (with dashboard_tls_key)"),
       KEY("dashboard_tls_key", "elastic", dashboard_tls_key, "PEM private key of dashboard_tls_cert"),
       KEY("cost_per_worker_hour", "elastic", cost_per_worker_hour, "USD per worker-hour, for the estimated cost on /metrics and in reports (0: unknown)"),
+
+      KEY("launch_program", "launch", launch_program, "elastrain launch: the program each worker runs, a JSON array of strings (set by `launch ... -- PROGRAM ARGS`); empty: the built-in trainer"),
+      KEY("warm_spares", "launch", warm_spares, "elastrain launch: keep one started program per worker waiting in wait_for_assignment() (docs/launch.md)"),
   };
   return keys;
 }

@@ -1,6 +1,7 @@
 #include "config/config_validate.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <initializer_list>
@@ -245,7 +246,28 @@ Status ValidateElastic(const TrainConfig& c) {
   return Status::OK();
 }
 
+Status ValidateLaunch(const TrainConfig& c) { return LaunchProgram(c).status(); }
+
 }  // namespace
+
+Result<std::vector<std::string>> LaunchProgram(const TrainConfig& c) {
+  std::vector<std::string> out;
+  if (c.launch_program.empty()) return out;
+  constexpr size_t kMaxArgs = 4096, kMaxArgBytes = 64 * 1024;
+  const std::string shown = c.launch_program.substr(0, 80);
+  auto j = nlohmann::json::parse(c.launch_program, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty() || j.size() > kMaxArgs)
+    return Bad("launch_program", shown, "expected a JSON array of 1 to 4096 strings, e.g. [\"python3\", \"train.py\"]");
+  for (const auto& a : j) {
+    if (!a.is_string()) return Bad("launch_program", shown, "expected only strings in the array");
+    const std::string& s = a.get_ref<const std::string&>();
+    if (s.size() > kMaxArgBytes || s.find('\0') != std::string::npos)
+      return Bad("launch_program", shown, "expected arguments of at most 64 KiB without NUL bytes");
+    out.push_back(s);
+  }
+  if (out[0].empty()) return Bad("launch_program", shown, "expected a program name first");
+  return out;
+}
 
 Status ValidateTrainConfig(const TrainConfig& c) {
   // By topic, in the order of configs/base.yml; the first problem found is reported.
@@ -258,6 +280,7 @@ Status ValidateTrainConfig(const TrainConfig& c) {
   ELASTRAIN_RETURN_IF_ERROR(ValidateCompute(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateCheckpoints(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateParallelism(c));
+  ELASTRAIN_RETURN_IF_ERROR(ValidateLaunch(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateElastic(c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateSizes(c));
   return Status::OK();

@@ -167,7 +167,11 @@ void Agent::Impl::Do(const SendToWorker& a) {
 }
 
 void Agent::Impl::Do(const SignalWorker& a) {
-  if (procs_.count(a.worker) && a.pid > 0) ::kill(a.pid, a.signal);
+  if (!procs_.count(a.worker) || a.pid <= 0) return;
+  // A worker leads its process group (SpawnSelf): a SIGKILL takes whatever it started
+  // with it (a launched program and that program's children).
+  if (a.signal == SIGKILL) ::kill(-a.pid, SIGKILL);
+  ::kill(a.pid, a.signal);
 }
 
 void Agent::Impl::Do(const PutReport& a) {
@@ -268,6 +272,8 @@ void Agent::Impl::ReapExits() {
 }
 
 void Agent::Impl::Exited(const std::string& id, const ProcessExit& e) {
+  // Whatever is left of its process group (a launched program it started) goes with it.
+  if (auto it = procs_.find(id); it != procs_.end() && it->second.pid > 0) ::kill(-it->second.pid, SIGKILL);
   procs_.erase(id);
   Feed(WorkerExited{id, e});
 }

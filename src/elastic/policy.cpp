@@ -26,7 +26,10 @@ JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id
   s.host_cooldown_seconds = cfg.host_cooldown_seconds;
   s.fail_at_step = cfg.fail_at_step;
   s.rendezvous = rendezvous;
-  s.mesh_for = [cfg](int world) { return ResolveMeshForConfig(cfg, world); };
+  // A launched program is one process per rank whatever it does inside: any world size
+  // runs, as plain data parallelism as far as the plan is concerned.
+  if (!cfg.launch_program.empty()) s.mesh_for = [](int world) -> Result<Mesh> { return Mesh(world, 1, 1); };
+  else s.mesh_for = [cfg](int world) { return ResolveMeshForConfig(cfg, world); };
   return s;
 }
 

@@ -194,7 +194,7 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
 
 class WorkerProcess {
  public:
-  explicit WorkerProcess(int fd) : ch_(fd), inbox_(&ch_) {}
+  WorkerProcess(Channel* ch, JobMessage job) : ch_(*ch), inbox_(ch), job_(std::move(job)) {}
   int Run();
 
  private:
@@ -204,8 +204,9 @@ class WorkerProcess {
   void Send(const WorkerMessage& m) { (void)ch_.Send(ToJson(m)); }
   void Tick();
 
-  Channel ch_;
+  Channel& ch_;
   Inbox inbox_;
+  JobMessage job_;
   Progress progress_;
   TrainConfig cfg_;
   std::string worker_id_, host_;
@@ -325,14 +326,7 @@ int WorkerProcess::Run() {
   signal(SIGPIPE, SIG_IGN);
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, OnCrash);
 
-  auto received = ch_.Receive(kJobMessageTimeout);
-  AgentMessage first;
-  if (!received.ok() || !received.value() || !FromJson(*received.value(), &first).ok() ||
-      !std::holds_alternative<JobMessage>(first)) {
-    LOG_ERROR("worker: no job message from the agent within {} ms", kJobMessageTimeout.count());
-    return kExitFailure;
-  }
-  Status st = Init(std::get<JobMessage>(first));
+  Status st = Init(job_);
   if (!st.ok()) {
     LOG_ERROR("worker: {}", st.message());
     Send(FatalMessage{st.message()});
@@ -366,8 +360,18 @@ int WorkerProcess::Run() {
 
 }  // namespace
 
-int RunWorkerProcess(int channel_fd) {
-  WorkerProcess w(channel_fd);
+Result<JobMessage> ReceiveJobMessage(Channel* ch) {
+  auto received = ch->Receive(kJobMessageTimeout);
+  AgentMessage first;
+  if (!received.ok() || !received.value() || !FromJson(*received.value(), &first).ok() ||
+      !std::holds_alternative<JobMessage>(first))
+    return Status::DeadlineExceeded(
+        fmt::format("worker: no job message from the agent within {} ms", kJobMessageTimeout.count()));
+  return std::get<JobMessage>(first);
+}
+
+int RunWorkerProcess(Channel* ch, const JobMessage& job) {
+  WorkerProcess w(ch, job);
   return w.Run();
 }
 

@@ -14,8 +14,15 @@
 // failure, 2 when the job's config cannot load, 3 after a preemption notice.
 #pragma once
 
+#include "common/status.h"
+#include "wire/channel.h"
+#include "wire/worker_messages.h"
+
 namespace elastrain {
 
-int RunWorkerProcess(int channel_fd);
+// The agent's first message on a fresh worker's channel (within a minute).
+Result<JobMessage> ReceiveJobMessage(Channel* ch);
+// Trains the job's generations until told to exit; the process's exit code.
+int RunWorkerProcess(Channel* ch, const JobMessage& job);
 
 }  // namespace elastrain

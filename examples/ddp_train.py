@@ -1,0 +1,150 @@
+"""A minimal PyTorch DDP training script written for torchrun, that also runs unchanged
+under `elastrain launch` (docs/launch.md):
+
+    torchrun --standalone --nproc_per_node=2 examples/ddp_train.py --checkpoint-dir /tmp/ck
+    elastrain launch num_workers=2 -- python3 examples/ddp_train.py --checkpoint-dir /tmp/ck
+
+It reads only torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT through
+init_process_group's env:// default). What makes it elastic is how it checkpoints:
+
+- The global batch is fixed (--global-batch) and each step's batch is a pure function
+  of (seed, step); rank r of W takes rows [r*B/W, (r+1)*B/W). DDP averages gradients, so
+  a step computes the same update whatever the world size: a resize changes nothing
+  but the speed.
+- Rank 0 saves {model, optimizer, step} every --checkpoint-every steps, atomically
+  (write a temporary file, fsync, rename), and on a stop or SIGTERM; every rank resumes
+  from the newest checkpoint, whatever WORLD_SIZE it resumes with.
+
+elastrain_worker (python/) is optional: when importable, the script reports steps and
+checkpoints and listens for stop requests; without it the script is plain torchrun.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+try:
+    import elastrain_worker as ew
+except ImportError:  # elsewhere: plain torchrun
+    ew = None
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+if ew:
+    ew.wait_for_assignment()  # warm_spares: a spare waits here, torch already imported
+
+_term = False
+
+
+def _on_term(sig, frame):
+    global _term
+    _term = True
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=60)
+    p.add_argument("--global-batch", type=int, default=48)
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--checkpoint-dir", default=os.environ.get("ELASTRAIN_RUN_DIR", ".") + "/ddp_checkpoint")
+    p.add_argument("--checkpoint-every", type=int, default=10)
+    p.add_argument("--step-sleep", type=float, default=0.0, help="seconds of extra work per step (tests)")
+    p.add_argument("--timeout", type=float, default=60.0, help="collective timeout in seconds")
+    p.add_argument("--no-report", action="store_true", help="do not talk to elastrain even if it is there")
+    return p.parse_args()
+
+
+def batch(seed, step, global_batch, dim):
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    x = torch.randn(global_batch, dim, generator=g)
+    w_true = torch.linspace(-1.0, 1.0, dim)
+    y = torch.tanh(x @ w_true).unsqueeze(1) + 0.01 * torch.randn(global_batch, 1, generator=g)
+    return x, y
+
+
+def save(path, model, opt, step):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main():
+    args = parse_args()
+    channel = ew if ew and not args.no_report and ew.connected() else None
+    signal.signal(signal.SIGTERM, _on_term)
+    import datetime
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=args.timeout))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(args.seed)
+    model = nn.Sequential(nn.Linear(args.dim, args.dim), nn.Tanh(), nn.Linear(args.dim, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    os.makedirs(args.checkpoint_dir, exist_ok=True)
+    path = os.path.join(args.checkpoint_dir, "checkpoint.pt")
+    start = 0
+    if os.path.exists(path):
+        state = torch.load(path)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+    ddp = DDP(model)
+    if args.global_batch % world:
+        raise SystemExit(f"--global-batch {args.global_batch} must divide by WORLD_SIZE {world}")
+    rows = args.global_batch // world
+    print(f"START rank={rank} world={world} restart={os.environ.get('TORCHELASTIC_RESTART_COUNT')} "
+          f"resumed_from={start} pid={os.getpid()}", flush=True)
+    loss_fn = nn.MSELoss()
+    global_loss = float("nan")
+    step = start
+    while step < args.steps:
+        x, y = batch(args.seed, step, args.global_batch, args.dim)
+        x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
+        t0 = time.time()
+        opt.zero_grad()
+        loss = loss_fn(ddp(x), y)
+        loss.backward()
+        opt.step()
+        if args.step_sleep:
+            time.sleep(args.step_sleep)
+        step += 1
+        # The loss over the whole global batch, the same number on every world size.
+        total = loss.detach().clone() * rows
+        dist.all_reduce(total)
+        global_loss = (total / args.global_batch).item()
+        if channel:
+            channel.report_step(step, loss=global_loss, tokens=args.global_batch, step_seconds=time.time() - t0)
+        stop = _term or (channel is not None and channel.stop_requested() is not None)
+        # Every rank must agree to stop at the same step (a SIGTERM reaches them at
+        # slightly different times): the flag is all-reduced.
+        flag = torch.tensor([1.0 if stop else 0.0])
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        stop = flag.item() > 0
+        if step % args.checkpoint_every == 0 or stop or step == args.steps:
+            if rank == 0:
+                s0 = time.time()
+                save(path, model, opt, step)
+                if channel:
+                    channel.checkpoint_committed(step, seconds=time.time() - s0)
+            dist.barrier()
+        if stop:
+            print(f"STOPPED rank={rank} step={step}", flush=True)
+            dist.destroy_process_group()
+            return 0
+    if rank == 0:
+        print(f"FINAL step={step} loss={global_loss:.8f}", flush=True)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

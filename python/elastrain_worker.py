@@ -1,0 +1,203 @@
+"""elastrain_worker: the optional channel between a program run by `elastrain launch`
+and the elastrain worker that supervises it (docs/launch.md). Standard library only;
+copy this file next to your script or put its folder on PYTHONPATH.
+
+Nothing here is needed: a script written for torchrun runs unchanged under
+`elastrain launch`. What the module adds:
+
+    import elastrain_worker as ew
+    import torch                      # heavy imports first ...
+    ew.wait_for_assignment()          # ... then, with warm_spares=true, wait here for a rank
+    ...
+    for step in range(start, steps):
+        loss = train_step()
+        ew.report_step(step + 1, loss=loss, tokens=tokens_per_step)  # dashboard, goodput, hang detection
+        if ew.stop_requested():       # a resize, `elastrain stop` or a preemption notice
+            save(step + 1); ew.checkpoint_committed(step + 1); break
+
+Outside elastrain (plain python, torchrun) every call is a cheap no-op: connected() is
+False, wait_for_assignment() returns at once, stop_requested() is None.
+
+Once imported under elastrain, a daemon thread sends a heartbeat every second; from then
+on the worker's liveness follows this process: one that is stopped (SIGSTOP) or frozen
+for worker_heartbeat_timeout is killed as hung.
+"""
+
+import json
+import os
+import socket
+import threading
+import time
+
+__all__ = [
+    "connected", "wait_for_assignment", "report_step", "checkpoint_committed",
+    "stop_requested", "stop_deadline", "checkpoint_period", "control",
+]
+
+_HEARTBEAT_SECONDS = 1.0
+_MAX_LINE = 1 << 20
+
+
+class _Channel:
+    def __init__(self, fd):
+        self._sock = socket.socket(fileno=fd)
+        self._sock.setblocking(True)
+        self._send_lock = threading.Lock()
+        self._buf = b""
+        self._assign = None
+        self._control = {"stop": False, "reason": "", "deadline": 0.0, "checkpoint_period": 0}
+        self.alive = True
+
+    def send(self, msg):
+        line = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        with self._send_lock:
+            try:
+                self._sock.sendall(line)
+            except OSError:
+                self.alive = False  # the worker is gone; this process dies with it
+
+    def _take(self, msg):
+        if not isinstance(msg, dict):
+            return
+        if msg.get("type") == "assign" and isinstance(msg.get("env"), dict):
+            self._assign = {str(k): str(v) for k, v in msg["env"].items()}
+        elif msg.get("type") == "control":
+            for key in self._control:
+                if key in msg:
+                    self._control[key] = msg[key]
+
+    def read(self, timeout):
+        """Takes whatever the worker sent within `timeout` seconds (0: what is there)."""
+        self._sock.settimeout(timeout)
+        try:
+            while True:
+                chunk = self._sock.recv(65536)
+                if not chunk:
+                    self.alive = False
+                    break
+                self._buf += chunk
+                if len(self._buf) > _MAX_LINE and b"\n" not in self._buf:
+                    self._buf = b""  # a line this long is not from elastrain
+                self._sock.settimeout(0)
+        except (BlockingIOError, socket.timeout, InterruptedError):
+            pass
+        except OSError:
+            self.alive = False
+        finally:
+            self._sock.settimeout(None)
+        while b"\n" in self._buf:
+            line, self._buf = self._buf.split(b"\n", 1)
+            try:
+                self._take(json.loads(line))
+            except ValueError:
+                pass
+
+
+_channel = None
+
+
+def _connect():
+    global _channel
+    fd = os.environ.get("ELASTRAIN_CHANNEL_FD")
+    if not fd or not fd.isdigit():
+        return
+    try:
+        ch = _Channel(int(fd))
+    except OSError:
+        return  # not a socket (a stale variable): behave as outside elastrain
+    _channel = ch
+    ch.send({"type": "hello", "pid": os.getpid(), "warm": os.environ.get("ELASTRAIN_WARM") == "1"})
+
+    def beat():
+        while ch.alive:
+            time.sleep(_HEARTBEAT_SECONDS)
+            ch.send({"type": "heartbeat"})
+
+    threading.Thread(target=beat, name="elastrain-heartbeat", daemon=True).start()
+
+
+def connected():
+    """True when this process runs under `elastrain launch` and talks to its worker."""
+    return _channel is not None and _channel.alive
+
+
+def wait_for_assignment():
+    """Returns once this process has its rank.
+
+    A warm spare (warm_spares=true) was started before its generation existed: this
+    blocks until the worker hands it a rank, then sets RANK, WORLD_SIZE, MASTER_ADDR, ...
+    in os.environ (and returns them). Everywhere else it returns {} at once."""
+    if not connected() or os.environ.get("ELASTRAIN_WARM") != "1":
+        return {}
+    _channel.send({"type": "waiting"})
+    while _channel._assign is None:
+        if not _channel.alive:
+            raise SystemExit("elastrain worker is gone before assigning a rank")
+        _channel.read(1.0)
+    env = _channel._assign
+    os.environ.update(env)
+    os.environ["ELASTRAIN_WARM"] = "0"
+    return dict(env)
+
+
+def report_step(step, loss=None, tokens=None, step_seconds=None, **metrics):
+    """Tells elastrain that `step` (counted as you count them, >= 0) completed.
+
+    loss: the step's training loss; tokens: tokens of the step over all ranks (for
+    tokens/s); step_seconds: its duration (measured between reports when omitted);
+    metrics: up to 32 further numbers for metrics.jsonl."""
+    if not connected():
+        return
+    msg = {"type": "step", "step": int(step)}
+    if loss is not None:
+        msg["loss"] = float(loss)
+    if tokens is not None:
+        msg["tokens"] = int(tokens)
+    if step_seconds is not None:
+        msg["step_seconds"] = float(step_seconds)
+    if metrics:
+        msg["metrics"] = {str(k): float(v) for k, v in metrics.items()}
+    _channel.send(msg)
+
+
+def checkpoint_committed(step, seconds=None):
+    """Tells elastrain a checkpoint of `step` is durable (written and renamed into place).
+
+    seconds: how long training was blocked by the save (goodput; checkpoint_period=auto)."""
+    if not connected():
+        return
+    msg = {"type": "checkpoint", "step": int(step)}
+    if seconds is not None:
+        msg["seconds"] = float(seconds)
+    _channel.send(msg)
+
+
+def control():
+    """The worker's latest word: {"stop", "reason", "deadline", "checkpoint_period"}."""
+    if not connected():
+        return {"stop": False, "reason": "", "deadline": 0.0, "checkpoint_period": 0}
+    _channel.read(0)
+    return dict(_channel._control)
+
+
+def stop_requested():
+    """None, or why this generation must end: "resize", "user" or "preemption".
+
+    Save a checkpoint and exit 0 before stop_deadline()."""
+    c = control()
+    return (c.get("reason") or "resize") if c.get("stop") else None
+
+
+def stop_deadline():
+    """The wall time (time.time()) by which a requested stop must be done (0: none)."""
+    return float(control().get("deadline") or 0.0)
+
+
+def checkpoint_period(default):
+    """The checkpoint period in steps that elastrain suggests (checkpoint_period, or the
+    one checkpoint_period=auto computes from the save cost and the job's failures)."""
+    p = control().get("checkpoint_period") or 0
+    return int(p) if int(p) > 0 else int(default)
+
+
+_connect()

@@ -1,0 +1,658 @@
+#include "launch/launched_worker.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <deque>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+#include <gloo/rendezvous/store.h>
+
+#include "comm/process_group.h"  // MakeFileStore
+#include "common/clock.h"
+#include "common/events.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/process.h"
+#include "common/signals.h"
+#include "common/wakeup.h"
+#include "launch/program_messages.h"
+#include "launch/rank_env.h"
+#include "store/store.h"
+#include "train/checkpoint_period.h"
+#include "wire/exit_codes.h"
+#include "wire/protocol.h"
+
+namespace elastrain {
+
+namespace {
+
+constexpr double kTickSeconds = 0.25;         // liveness ticks to the agent, as elastrain workers send
+constexpr double kProgramSilenceSeconds = 3;  // a program that talks: no tick once it is this silent
+constexpr double kKillGraceSeconds = 5;       // after the SIGTERM of a stop's deadline, before SIGKILL
+constexpr double kOrphanSweepSeconds = 1;
+constexpr std::chrono::milliseconds kPollSlice{50};
+constexpr const char* kLeftWhileWaiting = "left while waiting for rank 0's address";
+
+std::atomic<bool> g_preempted{false};
+
+// The pids whose parent is this process (programs, and what finished programs left).
+std::vector<pid_t> OwnChildren() {
+  std::vector<pid_t> out;
+  const pid_t me = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::ifstream in(fmt::format("/proc/{}/stat", pid));
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == me)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(d);
+  return out;
+}
+
+// A free TCP port on `address` (0 when none could be had): bound, read, released; the
+// program's TCPStore binds it next, as torchrun's agent does with its MASTER_PORT.
+int FreePort(const std::string& address) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = 0;
+  if (::inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  int port = 0;
+  socklen_t len = sizeof(sa);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
+    port = ntohs(sa.sin_port);
+  ::close(fd);
+  return port;
+}
+
+class LaunchedWorker {
+ public:
+  LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg, std::vector<std::string> program)
+      : agent_(agent), job_(job), cfg_(cfg), program_(std::move(program)),
+        tuner_(cfg.checkpoint_mtti_prior_seconds, cfg.checkpoint_period_min, cfg.checkpoint_period_max) {
+    run_dir_ = cfg.base_output_directory + "/" + cfg.run_name;
+    threads_ = job.threads > 0 ? job.threads : 1;
+  }
+  int Run();
+
+ private:
+  struct Program {
+    pid_t pid = -1;
+    std::unique_ptr<Channel> ch;
+    bool spare = false;       // started ahead of need, not yet given a rank
+    bool connected = false;   // said hello
+    double last_msg = 0;
+    bool exited = false;
+    ProcessExit exit;
+  };
+  struct Generation {
+    AssignMessage a;
+    std::unique_ptr<Program> prog;
+    int64_t first_step = -1, last_step = -1;
+    double last_step_time = 0, started = 0;
+    int stop_reasons = 0;     // kStop* bits asked for
+    double stop_deadline = 0; // > 0: SIGTERM at it (if not sent), SIGKILL kKillGraceSeconds later
+    bool term_sent = false, kill_sent = false;
+    bool aborted = false;
+  };
+
+  void Send(const WorkerMessage& m) { (void)agent_->Send(ToJson(m)); }
+  bool ReadAgent();  // queues what the agent sent in inbox_; false: the agent is gone
+  void Dispatch();   // acts on inbox_
+  bool Superseded(int64_t generation) const;  // inbox_ holds an abort, a newer plan or an exit
+  void Take(const AssignMessage& m);
+  void Take(const StopMessage& m);
+  void Take(const AbortMessage& m);
+  void Take(const ExitMessage&) { exit_ = true; }
+  void Take(const JobMessage&) {}
+
+  Result<std::unique_ptr<Program>> Start(bool spare, const std::map<std::string, std::string>& env);
+  void StartSpare();
+  Result<std::pair<std::string, int>> Master(const AssignMessage& a);
+  void StartGeneration(const AssignMessage& a);
+  void RequestStop(int reason);
+  void Signal(Program& p, int sig, const char* why);
+  void ReadProgram(Program& p);
+  void OnProgramMessage(Program& p, const ProgramMessage& m);
+  void Reap();
+  void EndGeneration();
+  void CheckDeadlines(double now);
+  void TickIfDue(double now);
+  void SweepOrphans();
+  void SendControl();
+  void KillAll();
+
+  Channel* agent_;
+  JobMessage job_;
+  TrainConfig cfg_;
+  std::vector<std::string> program_;
+  std::string run_dir_;
+  int threads_ = 1;
+  std::unique_ptr<Program> spare_;
+  std::optional<Generation> gen_;
+  std::deque<AgentMessage> inbox_;
+  bool warm_failed_ = false;   // a spare died before taking a rank: later generations start cold
+  bool exit_ = false, agent_gone_ = false, preempt_seen_ = false;
+  double last_tick_ = 0, last_sweep_ = 0, sweep_due_ = 0;
+  Wakeup wake_;
+  CheckpointPeriodTuner tuner_;
+  MetricsWriter metrics_;
+  EventLog events_;
+  bool logs_open_ = false;
+};
+
+Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spare,
+                                                                      const std::map<std::string, std::string>& env) {
+  ELASTRAIN_ASSIGN_OR_RETURN(auto pair, MakeChannelPair());
+  auto [mine, theirs] = pair;
+  SpawnSpec spec;
+  spec.program = program_[0];
+  spec.args.assign(program_.begin() + 1, program_.end());
+  spec.env = env;
+  spec.env["ELASTRAIN_CHANNEL_FD"] = "3";
+  spec.env["ELASTRAIN_WARM"] = spare ? "1" : "0";
+  spec.env_drop_prefixes = SecretEnvironmentPrefixes();
+  spec.channel_fd = theirs;
+  spec.own_process_group = false;  // the worker's group: one kill(-pgid) ends the whole tree
+  auto pid = SpawnProcess(spec);
+  ::close(theirs);
+  if (!pid.ok()) {
+    ::close(mine);
+    return pid.status();
+  }
+  auto p = std::make_unique<Program>();
+  p->pid = pid.value();
+  p->ch = std::make_unique<Channel>(mine);
+  p->spare = spare;
+  p->last_msg = WallSeconds();
+  LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, spare ? "spare" : "program", program_[0], p->pid);
+  return p;
+}
+
+// The variables a spare can have before it knows its rank.
+void LaunchedWorker::StartSpare() {
+  if (!cfg_.warm_spares || warm_failed_ || spare_ || exit_ || g_preempted) return;
+  std::map<std::string, std::string> env = {{"OMP_NUM_THREADS", std::to_string(threads_)},
+                                            {"ELASTRAIN_RUN_DIR", run_dir_},
+                                            {"ELASTRAIN_WORKER_ID", job_.worker_id}};
+  auto p = Start(/*spare=*/true, env);
+  if (!p.ok()) {
+    LOG_WARN("worker {}: no warm spare: {}", job_.worker_id, p.status().message());
+    warm_failed_ = true;
+    return;
+  }
+  spare_ = std::move(p.value());
+}
+
+// Rank 0 picks a free port on its host and publishes "address:port" in the generation's
+// rendezvous store; the others wait for it (up to collective_timeout), answering the
+// agent meanwhile.
+Result<std::pair<std::string, int>> LaunchedWorker::Master(const AssignMessage& a) {
+  std::shared_ptr<gloo::rendezvous::Store> store;
+  if (a.rendezvous.kind == RendezvousAddress::Kind::kFile) {
+    ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(a.rendezvous.dir));
+  } else {
+    StoreOptions so;
+    so.key_scope = keys::kRoot;
+    FillStoreCredentialsFromEnv(&so);
+    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> s, OpenStore(a.rendezvous.store_url, so));
+    store = MakeGlooStore(s, a.rendezvous.prefix, so);
+  }
+  const std::string key = fmt::format("launch_master_g{}", a.generation);
+  try {
+    if (a.rank == 0) {
+      const std::string address = a.address.empty() ? "127.0.0.1" : a.address;
+      const int port = FreePort(address);
+      if (port == 0) return Status::Unavailable("no free port for MASTER_PORT on " + address);
+      const std::string v = fmt::format("{}:{}", address, port);
+      store->set(key, std::vector<char>(v.begin(), v.end()));
+      return std::make_pair(address, port);
+    }
+    const double deadline = WallSeconds() + cfg_.collective_timeout;
+    for (;;) {
+      try {
+        store->wait({key}, std::chrono::milliseconds(100));
+        break;
+      } catch (const std::exception&) {
+        if (!ReadAgent() || Superseded(a.generation) || g_preempted)
+          return Status::FailedPrecondition(kLeftWhileWaiting);
+        TickIfDue(WallSeconds());
+        if (WallSeconds() > deadline)
+          return Status::DeadlineExceeded(fmt::format(
+              "rank 0 did not publish MASTER_ADDR/MASTER_PORT within collective_timeout={}s", cfg_.collective_timeout));
+      }
+    }
+    const std::vector<char> got = store->get(key);
+    const std::string v(got.begin(), got.end());
+    const size_t colon = v.rfind(':');
+    int port = 0;
+    if (colon != std::string::npos) port = std::atoi(v.c_str() + colon + 1);
+    if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535 || v.size() > 300)
+      return Status::InvalidArgument(fmt::format("rendezvous key {}: expected address:port, got '{}'", key,
+                                                 v.substr(0, 80)));
+    return std::make_pair(v.substr(0, colon), port);
+  } catch (const std::exception& e) {
+    return Status::Unavailable(std::string("rendezvous store: ") + e.what());
+  }
+}
+
+void LaunchedWorker::StartGeneration(const AssignMessage& a) {
+  Generation g;
+  g.a = a;
+  g.started = WallSeconds();
+  auto failed = [&](const Status& st) {
+    EndedMessage e;
+    e.generation = a.generation;
+    e.outcome = GenerationOutcome::kFailed;
+    if (st.message() == kLeftWhileWaiting) e.outcome = g_preempted ? GenerationOutcome::kStopped : GenerationOutcome::kAborted;
+    if (g_preempted) {
+      e.stop_reasons = kStopPreemption;
+      e.leaving = true;
+    }
+    e.error = e.outcome == GenerationOutcome::kFailed ? st.message() : "";
+    Send(e);
+  };
+  Send(StartedMessage{a.generation, a.rank, a.world});
+  auto master = Master(a);
+  if (!master.ok()) return failed(master.status());
+  RankAssignment ra;
+  ra.generation = a.generation;
+  ra.rank = a.rank;
+  ra.world = a.world;
+  for (const AssignPeer& p : a.members) ra.members.push_back({p.rank, p.host});
+  ra.master_addr = master->first;
+  ra.master_port = master->second;
+  ra.max_failures = cfg_.max_failures;
+  ra.min_workers = cfg_.min_workers;
+  ra.max_workers = cfg_.max_workers;
+  ra.run_id = cfg_.run_name;
+  ra.run_dir = run_dir_;
+  ra.worker_id = job_.worker_id;
+  ra.threads = threads_;
+  const auto env = RankEnvironment(ra);
+  if (spare_ && !spare_->exited) {
+    Status st = spare_->ch->Send(AssignToProgram(env));
+    if (st.ok()) {
+      g.prog = std::move(spare_);
+      g.prog->spare = false;
+      LOG_INFO("worker {}: generation {}: rank {} of {} to the warm spare (pid {})", job_.worker_id, a.generation,
+               a.rank, a.world, g.prog->pid);
+    }
+  }
+  if (!g.prog) {
+    auto p = Start(/*spare=*/false, env);
+    if (!p.ok()) return failed(p.status());
+    g.prog = std::move(p.value());
+    LOG_INFO("worker {}: generation {}: rank {} of {} (pid {})", job_.worker_id, a.generation, a.rank, a.world,
+             g.prog->pid);
+  }
+  if (a.rank == 0 && !logs_open_) {
+    logs_open_ = true;
+    if (Status st = metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/true); !st.ok())
+      LOG_WARN("worker {}: {}", job_.worker_id, st.message());
+    if (Status st = events_.Open(run_dir_ + "/events.jsonl"); !st.ok())
+      LOG_WARN("worker {}: {}", job_.worker_id, st.message());
+  }
+  gen_ = std::move(g);
+  if (cfg_.checkpoint_period_auto) {
+    auto change = tuner_.OnGenerationStart(a.failures, WallSeconds() - a.job_started_at);
+    if (change && a.rank == 0)
+      events_.Emit("checkpoint_period_changed", {{"from", change->from}, {"to", change->to},
+                                                 {"failures", change->failures}, {"mtti_seconds", change->mtti_seconds},
+                                                 {"reason", change->reason}});
+  }
+  SendControl();
+  StartSpare();
+}
+
+void LaunchedWorker::SendControl() {
+  if (!gen_ || !gen_->prog) return;
+  ProgramControl c;
+  c.stop = gen_->stop_reasons != 0;
+  c.reason = gen_->stop_reasons & kStopPreemption ? "preemption" : gen_->stop_reasons & kStopUser ? "user"
+             : c.stop ? "resize" : "";
+  c.deadline = gen_->stop_deadline;
+  c.checkpoint_period = cfg_.checkpoint_period_auto ? tuner_.period() : cfg_.checkpoint_period;
+  (void)gen_->prog->ch->Send(ControlToProgram(c));
+}
+
+void LaunchedWorker::Signal(Program& p, int sig, const char* why) {
+  if (p.exited || p.pid <= 0) return;
+  LOG_INFO("worker {}: signal {} to program pid {} ({})", job_.worker_id, DescribeSignal(sig), p.pid, why);
+  ::kill(p.pid, sig);
+}
+
+// A stop for a resize, the user or a preemption: a program that talks is told and saves
+// by the deadline; one that does not is sent SIGTERM now, as torchrun would.
+void LaunchedWorker::RequestStop(int reason) {
+  if (!gen_ || !gen_->prog || (gen_->stop_reasons & reason)) return;
+  const bool first = gen_->stop_reasons == 0;
+  gen_->stop_reasons |= reason;
+  if (first) gen_->stop_deadline = WallSeconds() + cfg_.preemption_notice_seconds;
+  SendControl();
+  if ((reason & kStopPreemption) || !gen_->prog->connected) {
+    if (!gen_->term_sent) Signal(*gen_->prog, SIGTERM, reason & kStopPreemption ? "preemption notice" : "stop");
+    gen_->term_sent = true;
+    gen_->stop_deadline = std::min(gen_->stop_deadline, WallSeconds() + cfg_.preemption_notice_seconds);
+  }
+}
+
+void LaunchedWorker::Take(const AssignMessage& m) {
+  if (gen_) {  // a newer generation ends whatever older one still runs
+    gen_->aborted = true;
+    if (gen_->prog) Signal(*gen_->prog, SIGKILL, "a newer generation was planned");
+    Reap();
+    if (gen_) {  // still there: wait for it below
+      for (int i = 0; i < 100 && gen_; ++i) {
+        ::usleep(10000);
+        Reap();
+      }
+    }
+  }
+  StartGeneration(m);
+}
+
+void LaunchedWorker::Take(const StopMessage& m) {
+  if (gen_ && gen_->a.generation == m.generation) RequestStop(m.reason == kStopUser ? kStopUser : kStopResize);
+}
+
+void LaunchedWorker::Take(const AbortMessage& m) {
+  if (!gen_ || gen_->a.generation > m.generation) return;
+  gen_->aborted = true;
+  if (gen_->prog) Signal(*gen_->prog, SIGKILL, "the generation was aborted");
+}
+
+bool LaunchedWorker::ReadAgent() {
+  std::vector<nlohmann::json> msgs;
+  Status st = agent_->ReadAvailable(&msgs);
+  for (const auto& j : msgs) {
+    AgentMessage m;
+    Status p = FromJson(j, &m);
+    if (!p.ok()) {
+      LOG_WARN("worker {}: ignored a message from the agent: {}", job_.worker_id, p.message());
+      continue;
+    }
+    inbox_.push_back(std::move(m));
+  }
+  if (!st.ok()) agent_gone_ = true;
+  return st.ok();
+}
+
+void LaunchedWorker::Dispatch() {
+  while (!inbox_.empty()) {
+    AgentMessage m = std::move(inbox_.front());
+    inbox_.pop_front();
+    std::visit([this](const auto& v) { Take(v); }, m);
+  }
+}
+
+bool LaunchedWorker::Superseded(int64_t generation) const {
+  for (const AgentMessage& m : inbox_) {
+    if (std::holds_alternative<ExitMessage>(m)) return true;
+    if (const auto* a = std::get_if<AbortMessage>(&m); a && a->generation >= generation) return true;
+    if (const auto* a = std::get_if<AssignMessage>(&m); a && a->generation > generation) return true;
+  }
+  return false;
+}
+
+void LaunchedWorker::ReadProgram(Program& p) {
+  std::vector<nlohmann::json> msgs;
+  Status st = p.ch->ReadAvailable(&msgs);
+  for (const auto& j : msgs) {
+    ProgramMessage m;
+    Status parsed = ParseProgramMessage(j, &m);
+    if (!parsed.ok()) {
+      LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, p.pid, parsed.message());
+      continue;
+    }
+    p.last_msg = WallSeconds();
+    OnProgramMessage(p, m);
+  }
+  (void)st;  // end of file: its exit is reaped below
+}
+
+void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
+  if (std::holds_alternative<ProgramHello>(m)) p.connected = true;
+  const bool running = gen_ && gen_->prog.get() == &p;
+  if (!running) return;  // a spare's heartbeats and waiting only refresh last_msg
+  Generation& g = *gen_;
+  if (const auto* s = std::get_if<ProgramStep>(&m)) {
+    const double now = WallSeconds();
+    double secs = s->step_seconds;
+    if (secs <= 0) {
+      const double since = g.last_step_time > 0 ? now - g.last_step_time : now - g.started;
+      const int64_t n = g.last_step >= 0 && s->step > g.last_step ? s->step - g.last_step : 1;
+      secs = since / static_cast<double>(n);
+    }
+    if (g.first_step < 0) g.first_step = s->step;
+    g.last_step = s->step;
+    g.last_step_time = now;
+    const int64_t start = std::max<int64_t>(g.first_step - 1, 0);
+    Send(StepMessage{g.a.generation, s->step, start, std::isnan(s->loss) ? 0.0 : s->loss, secs, now});
+    if (g.a.rank == 0 && (s->step % cfg_.log_period == 0 || s->step == g.first_step)) {
+      nlohmann::json r = {{"step", s->step}, {"step_time", secs}, {"generation", g.a.generation},
+                          {"world_size", g.a.world}, {"time", now}};
+      if (!std::isnan(s->loss)) r["loss"] = s->loss;
+      if (s->tokens > 0 && secs > 0) r["tokens_per_sec"] = static_cast<double>(s->tokens) / secs;
+      for (const auto& [k, v] : s->metrics)
+        if (!r.contains(k)) r[k] = v;
+      (void)metrics_.Write(r);
+    }
+  } else if (const auto* c = std::get_if<ProgramCheckpoint>(&m)) {
+    Send(CheckpointMessage{c->step, WallSeconds()});
+    if (g.a.rank == 0)
+      events_.Emit("checkpoint_saved", {{"step", c->step}, {"generation", g.a.generation}, {"dir", ""},
+                                        {"write_seconds", c->seconds}, {"stall_seconds", c->seconds}});
+    if (cfg_.checkpoint_period_auto && c->seconds > 0) {
+      const double mean = g.last_step > g.first_step && g.first_step >= 0
+                              ? (g.last_step_time - g.started) / static_cast<double>(g.last_step - g.first_step + 1)
+                              : 0;
+      auto change = tuner_.OnSaveMeasured(c->seconds, mean, WallSeconds() - g.a.job_started_at);
+      if (change) {
+        if (g.a.rank == 0)
+          events_.Emit("checkpoint_period_changed",
+                       {{"from", change->from}, {"to", change->to}, {"failures", change->failures},
+                        {"mtti_seconds", change->mtti_seconds}, {"stall_seconds", change->stall_seconds},
+                        {"step_seconds", change->step_seconds}, {"reason", change->reason}});
+        SendControl();
+      }
+    }
+  }
+}
+
+void LaunchedWorker::Reap() {
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    const ProcessExit e = ProcessExitFromStatus(status);
+    if (gen_ && gen_->prog && gen_->prog->pid == pid) {
+      gen_->prog->exited = true;
+      gen_->prog->exit = e;
+      ReadProgram(*gen_->prog);  // its last words
+      EndGeneration();
+    } else if (spare_ && spare_->pid == pid) {
+      LOG_WARN("worker {}: the warm spare (pid {}) {} before it was given a rank; later generations start cold "
+               "(does the program call wait_for_assignment()?)",
+               job_.worker_id, pid, e.Describe());
+      spare_.reset();
+      warm_failed_ = true;
+    }
+    sweep_due_ = WallSeconds();  // whatever it left behind
+  }
+}
+
+// The running program exited: report how the generation ended on this rank.
+void LaunchedWorker::EndGeneration() {
+  Generation& g = *gen_;
+  const ProcessExit e = g.prog->exit;
+  EndedMessage ended;
+  ended.generation = g.a.generation;
+  ended.stop_reasons = g.stop_reasons;
+  ended.start_step = g.first_step >= 0 ? std::max<int64_t>(g.first_step - 1, 0) : -1;
+  ended.step = g.last_step;
+  ended.leaving = g_preempted.load();
+  const std::string what = fmt::format("program {} (pid {}) {}", program_[0], g.prog->pid, e.Describe());
+  if (g.aborted) {
+    ended.outcome = GenerationOutcome::kAborted;
+  } else if (g.stop_reasons != 0) {
+    ended.outcome = GenerationOutcome::kStopped;
+  } else if (e.ok()) {
+    ended.outcome = GenerationOutcome::kCompleted;
+  } else {
+    ended.outcome = GenerationOutcome::kFailed;
+    ended.error = what;
+  }
+  LOG_INFO("worker {}: generation {}: {} ({})", job_.worker_id, g.a.generation, what, Name(ended.outcome));
+  Send(ended);
+  gen_.reset();
+  // Anything of its group still running (its own children) is swept as an orphan.
+  sweep_due_ = WallSeconds();
+}
+
+void LaunchedWorker::CheckDeadlines(double now) {
+  if (!gen_ || !gen_->prog || gen_->stop_deadline == 0) return;
+  if (!gen_->term_sent && now >= gen_->stop_deadline) {
+    Signal(*gen_->prog, SIGTERM, "the stop's deadline passed");
+    gen_->term_sent = true;
+    gen_->stop_deadline = now + kKillGraceSeconds;
+  } else if (gen_->term_sent && !gen_->kill_sent && now >= gen_->stop_deadline) {
+    Signal(*gen_->prog, SIGKILL, "it did not exit within the grace");
+    gen_->kill_sent = true;
+  }
+}
+
+void LaunchedWorker::TickIfDue(double now) {
+  if (now - last_tick_ < kTickSeconds) return;
+  // A program that talks vouches for itself: a stopped or frozen one stops the ticks,
+  // and the agent kills this worker as hung after worker_heartbeat_timeout.
+  if (gen_ && gen_->prog && gen_->prog->connected && now - gen_->prog->last_msg > kProgramSilenceSeconds) return;
+  last_tick_ = now;
+  ProgressMessage p;
+  p.generation = gen_ ? gen_->a.generation : -1;
+  p.step = gen_ ? gen_->last_step : -1;
+  p.phase = !gen_ ? TrainPhase::kIdle : gen_->last_step >= 0 ? TrainPhase::kTrain : TrainPhase::kSetup;
+  p.time = now;
+  Send(p);
+}
+
+// Children that are not a current program: what finished programs left behind.
+void LaunchedWorker::SweepOrphans() {
+  std::set<pid_t> keep;
+  if (gen_ && gen_->prog && !gen_->prog->exited) keep.insert(gen_->prog->pid);
+  if (spare_) keep.insert(spare_->pid);
+  for (pid_t pid : OwnChildren())
+    if (!keep.count(pid)) {
+      LOG_INFO("worker {}: killing pid {}, left behind by a finished program", job_.worker_id, pid);
+      ::kill(pid, SIGKILL);
+    }
+}
+
+void LaunchedWorker::KillAll() {
+  if (gen_ && gen_->prog) Signal(*gen_->prog, SIGKILL, "the worker leaves");
+  if (spare_) Signal(*spare_, SIGKILL, "the worker leaves");
+  for (pid_t pid : OwnChildren()) ::kill(pid, SIGKILL);
+  // Reap them all (they die at once: SIGKILL), a second at most.
+  for (int i = 0; i < 100; ++i) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0) break;  // no children left
+    if (pid == 0) ::usleep(10000);
+  }
+}
+
+int LaunchedWorker::Run() {
+  SetSignalHandler(SIGTERM, [this](int) {
+    g_preempted = true;
+    wake_.Notify();
+  });
+  struct Unhook {  // however Run returns, later notices no longer touch this object
+    ~Unhook() { SetSignalHandler(SIGTERM, [](int) { g_preempted = true; }); }
+  } unhook;
+  IgnoreSignal(SIGINT);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  Send(ReadyMessage{static_cast<int>(::getpid()), -1, 0});
+  StartSpare();
+  int code = kExitSuccess;
+  while (!exit_ && !agent_gone_) {
+    std::vector<pollfd> fds = {{agent_->fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
+    std::vector<Program*> progs;
+    if (gen_ && gen_->prog) progs.push_back(gen_->prog.get());
+    if (spare_) progs.push_back(spare_.get());
+    for (Program* p : progs) fds.push_back({p->ch->fd(), POLLIN, 0});
+    ::poll(fds.data(), fds.size(), static_cast<int>(kPollSlice.count()));
+    if (fds[1].revents) wake_.Drain();
+    for (size_t i = 0; i < progs.size(); ++i)
+      if (fds[i + 2].revents) ReadProgram(*progs[i]);
+    if (!ReadAgent()) break;
+    Dispatch();
+    if (g_preempted && !preempt_seen_) {
+      preempt_seen_ = true;
+      LOG_WARN("worker {}: preemption notice: the program has {}s to save and exit", job_.worker_id,
+               cfg_.preemption_notice_seconds);
+      if (spare_) Signal(*spare_, SIGKILL, "preemption");
+      RequestStop(kStopPreemption);
+    }
+    Reap();
+    const double now = WallSeconds();
+    CheckDeadlines(now);
+    if (g_preempted && !gen_) {
+      code = kExitPreempted;
+      break;
+    }
+    if (sweep_due_ > 0 && now - last_sweep_ >= kOrphanSweepSeconds) {
+      last_sweep_ = now;
+      sweep_due_ = 0;
+      SweepOrphans();
+    }
+    TickIfDue(now);
+  }
+  KillAll();
+  return code;
+}
+
+}  // namespace
+
+int RunLaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg) {
+  auto program = LaunchProgram(cfg);
+  if (!program.ok() || program->empty()) {
+    const std::string error = program.ok() ? "launch_program is empty" : program.status().message();
+    (void)agent->Send(ToJson(WorkerMessage(FatalMessage{error})));
+    return kExitBadConfig;
+  }
+  // A program that cannot be run fails the job once, here, not every generation.
+  if (auto found = FindProgram(program->front()); !found.ok()) {
+    (void)agent->Send(ToJson(WorkerMessage(FatalMessage{found.status().message()})));
+    return kExitBadConfig;
+  }
+  LaunchedWorker w(agent, job, cfg, std::move(program.value()));
+  return w.Run();
+}
+
+}  // namespace elastrain
