@@ -123,7 +123,10 @@ def main():
         global_loss = (total / args.global_batch).item()
         if channel:
             channel.report_step(step, loss=global_loss, tokens=args.global_batch, step_seconds=time.time() - t0)
-        stop = _term or (channel is not None and channel.stop_requested() is not None)
+        # A preemption notice (SIGTERM) or `elastrain stop`: now. A resize: at the next
+        # checkpoint boundary, as elastrain's own trainer does (nothing is redone).
+        reason = channel.stop_requested() if channel else None
+        stop = _term or reason in ("user", "preemption") or (reason == "resize" and step % args.checkpoint_every == 0)
         # Every rank must agree to stop at the same step (a SIGTERM reaches them at
         # slightly different times): the flag is all-reduced.
         flag = torch.tensor([1.0 if stop else 0.0])

@@ -43,6 +43,7 @@ namespace {
 constexpr double kTickSeconds = 0.25;         // liveness ticks to the agent, as elastrain workers send
 constexpr double kProgramSilenceSeconds = 3;  // a program that talks: no tick once it is this silent
 constexpr double kKillGraceSeconds = 5;       // after the SIGTERM of a stop's deadline, before SIGKILL
+constexpr double kHelloGraceSeconds = 2;      // a program that has not said hello by this age does not talk
 constexpr double kOrphanSweepSeconds = 1;
 constexpr std::chrono::milliseconds kPollSlice{50};
 constexpr const char* kLeftWhileWaiting = "left while waiting for rank 0's address";
@@ -106,6 +107,7 @@ class LaunchedWorker {
     pid_t pid = -1;
     std::unique_ptr<Channel> ch;
     bool spare = false;       // started ahead of need, not yet given a rank
+    double started = 0;       // wall seconds (for a spare: when it got its rank)
     bool connected = false;   // said hello
     double last_msg = 0;
     bool exited = false;
@@ -117,7 +119,9 @@ class LaunchedWorker {
     int64_t first_step = -1, last_step = -1;
     double last_step_time = 0, started = 0;
     int stop_reasons = 0;     // kStop* bits asked for
-    double stop_deadline = 0; // > 0: SIGTERM at it (if not sent), SIGKILL kKillGraceSeconds later
+    double stop_deadline = 0; // > 0: the stop must be done by then (the program is told)
+    double term_at = 0;       // > 0: SIGTERM then (unless sent)
+    double kill_at = 0;       // > 0: SIGKILL then (unless sent)
     bool term_sent = false, kill_sent = false;
     bool aborted = false;
   };
@@ -190,7 +194,7 @@ Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spar
   p->pid = pid.value();
   p->ch = std::make_unique<Channel>(mine);
   p->spare = spare;
-  p->last_msg = WallSeconds();
+  p->last_msg = p->started = WallSeconds();
   LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, spare ? "spare" : "program", program_[0], p->pid);
   return p;
 }
@@ -301,6 +305,7 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
     if (st.ok()) {
       g.prog = std::move(spare_);
       g.prog->spare = false;
+      g.prog->started = WallSeconds();
       LOG_INFO("worker {}: generation {}: rank {} of {} to the warm spare (pid {})", job_.worker_id, a.generation,
                a.rank, a.world, g.prog->pid);
     }
@@ -348,19 +353,26 @@ void LaunchedWorker::Signal(Program& p, int sig, const char* why) {
   ::kill(p.pid, sig);
 }
 
-// A stop for a resize, the user or a preemption: a program that talks is told and saves
-// by the deadline; one that does not is sent SIGTERM now, as torchrun would.
+// A stop for a resize, the user or a preemption. A preemption notice is forwarded at
+// once (SIGTERM to the group), with SIGKILL at the notice's end. Otherwise a program
+// that talks is told (a control message) and must be done by the deadline: SIGTERM
+// then, SIGKILL kKillGraceSeconds later. One that does not talk gets SIGTERM as torchrun
+// would send it, once it is kHelloGraceSeconds old (a program importing
+// elastrain_worker says hello well before that), and has the notice's length to exit.
 void LaunchedWorker::RequestStop(int reason) {
   if (!gen_ || !gen_->prog || (gen_->stop_reasons & reason)) return;
-  const bool first = gen_->stop_reasons == 0;
-  gen_->stop_reasons |= reason;
-  if (first) gen_->stop_deadline = WallSeconds() + cfg_.preemption_notice_seconds;
+  Generation& g = *gen_;
+  const double now = WallSeconds();
+  if (g.stop_reasons == 0) g.stop_deadline = now + cfg_.preemption_notice_seconds;
+  g.stop_reasons |= reason;
   SendControl();
-  if ((reason & kStopPreemption) || !gen_->prog->connected) {
-    if (!gen_->term_sent) Signal(*gen_->prog, SIGTERM, reason & kStopPreemption ? "preemption notice" : "stop");
-    gen_->term_sent = true;
-    gen_->stop_deadline = std::min(gen_->stop_deadline, WallSeconds() + cfg_.preemption_notice_seconds);
+  if (reason & kStopPreemption) {
+    g.term_at = now;
+    g.kill_at = std::min(g.stop_deadline, now + cfg_.preemption_notice_seconds);
+  } else if (!g.term_sent) {
+    g.term_at = g.prog->connected ? g.stop_deadline : std::max(now, g.prog->started + kHelloGraceSeconds);
   }
+  CheckDeadlines(now);
 }
 
 void LaunchedWorker::Take(const AssignMessage& m) {
@@ -537,14 +549,30 @@ void LaunchedWorker::EndGeneration() {
 }
 
 void LaunchedWorker::CheckDeadlines(double now) {
-  if (!gen_ || !gen_->prog || gen_->stop_deadline == 0) return;
-  if (!gen_->term_sent && now >= gen_->stop_deadline) {
-    Signal(*gen_->prog, SIGTERM, "the stop's deadline passed");
-    gen_->term_sent = true;
-    gen_->stop_deadline = now + kKillGraceSeconds;
-  } else if (gen_->term_sent && !gen_->kill_sent && now >= gen_->stop_deadline) {
-    Signal(*gen_->prog, SIGKILL, "it did not exit within the grace");
-    gen_->kill_sent = true;
+  if (!gen_ || !gen_->prog) return;
+  Generation& g = *gen_;
+  if (!g.term_sent && g.term_at > 0 && now >= g.term_at) {
+    // A program that said hello in the meantime is told and keeps its deadline.
+    const bool preempting = (g.stop_reasons & kStopPreemption) != 0;
+    if (!preempting && g.prog->connected && now < g.stop_deadline) {
+      g.term_at = g.stop_deadline;
+    } else {
+      g.term_sent = true;
+      if (preempting) {
+        // The program's children too (this worker's own handler only notes it again);
+        // only when this worker leads its group, as every agent-started worker does.
+        if (::getpgrp() == ::getpid()) ::kill(-::getpgrp(), SIGTERM);
+        else Signal(*g.prog, SIGTERM, "preemption notice");
+      } else {
+        Signal(*g.prog, SIGTERM, "stop");
+      }
+      if (g.kill_at == 0)
+        g.kill_at = g.prog->connected ? now + kKillGraceSeconds : std::max(g.stop_deadline, now + kKillGraceSeconds);
+    }
+  }
+  if (g.term_sent && !g.kill_sent && g.kill_at > 0 && now >= g.kill_at) {
+    Signal(*g.prog, SIGKILL, "it did not exit within the grace");
+    g.kill_sent = true;
   }
 }
 
