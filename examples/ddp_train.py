@@ -26,10 +26,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-try:
-    import elastrain_worker as ew
-except ImportError:  # elsewhere: plain torchrun
-    ew = None
+ew = None
+if "--no-report" not in sys.argv:  # --no-report: exactly a plain torchrun script
+    try:
+        import elastrain_worker as ew
+    except ImportError:  # elsewhere: plain torchrun
+        pass
 
 import torch
 import torch.distributed as dist
@@ -58,7 +60,7 @@ def parse_args():
     p.add_argument("--checkpoint-every", type=int, default=10)
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds of extra work per step (tests)")
     p.add_argument("--timeout", type=float, default=60.0, help="collective timeout in seconds")
-    p.add_argument("--no-report", action="store_true", help="do not talk to elastrain even if it is there")
+    p.add_argument("--no-report", action="store_true", help="do not import elastrain_worker even if it is there")
     return p.parse_args()
 
 
