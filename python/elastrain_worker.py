@@ -24,6 +24,7 @@ for worker_heartbeat_timeout is killed as hung.
 """
 
 import json
+import math
 import os
 import socket
 import threading
@@ -49,7 +50,7 @@ class _Channel:
         self.alive = True
 
     def send(self, msg):
-        line = (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+        line = (json.dumps(msg, separators=(",", ":"), allow_nan=False) + "\n").encode()
         with self._send_lock:
             try:
                 self._sock.sendall(line)
@@ -148,15 +149,17 @@ def report_step(step, loss=None, tokens=None, step_seconds=None, **metrics):
     metrics: up to 32 further numbers for metrics.jsonl."""
     if not connected():
         return
+    # JSON has no NaN or infinity: a diverged loss is left out, the step still counts.
     msg = {"type": "step", "step": int(step)}
-    if loss is not None:
+    if loss is not None and math.isfinite(float(loss)):
         msg["loss"] = float(loss)
     if tokens is not None:
         msg["tokens"] = int(tokens)
-    if step_seconds is not None:
+    if step_seconds is not None and math.isfinite(float(step_seconds)):
         msg["step_seconds"] = float(step_seconds)
-    if metrics:
-        msg["metrics"] = {str(k): float(v) for k, v in metrics.items()}
+    finite = {str(k): float(v) for k, v in metrics.items() if math.isfinite(float(v))}
+    if finite:
+        msg["metrics"] = finite
     _channel.send(msg)
 
 
@@ -167,7 +170,7 @@ def checkpoint_committed(step, seconds=None):
     if not connected():
         return
     msg = {"type": "checkpoint", "step": int(step)}
-    if seconds is not None:
+    if seconds is not None and math.isfinite(float(seconds)):
         msg["seconds"] = float(seconds)
     _channel.send(msg)
 
@@ -194,8 +197,10 @@ def stop_deadline():
 
 
 def checkpoint_period(default):
-    """The checkpoint period in steps that elastrain suggests (checkpoint_period, or the
-    one checkpoint_period=auto computes from the save cost and the job's failures)."""
+    """The checkpoint period in steps elastrain suggests: the job's checkpoint_period, or
+    with checkpoint_period=auto the one computed from this rank's reported save cost and
+    the job's failures (ranks may differ: take rank 0's and broadcast it). `default`
+    outside elastrain."""
     p = control().get("checkpoint_period") or 0
     return int(p) if int(p) > 0 else int(default)
 

@@ -9,9 +9,11 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
 # --test: also what only the tests use: promtool (Prometheus' rule and metrics checker),
 # headless Chromium (drives the dashboard), curl and iproute2 (ss), and for the fuzz
 # harnesses (fuzz/README.md) clang with libFuzzer and the sanitizer runtimes
-# (libclang-rt-14-dev) and the OpenMP runtime clang links (libomp-dev).
+# (libclang-rt-14-dev) and the OpenMP runtime clang links (libomp-dev); PyTorch for
+# /usr/bin/python3 (python3-torch, CPU) to run a torchrun script under `elastrain launch`
+# (tests/integration/test_launch_*.sh, bench/launch_recovery.sh).
 if [ "${1:-}" = "--test" ]; then
-  PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev)
+  PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev python3-torch)
 fi
 missing=()
 for p in "${PKGS[@]}"; do

@@ -537,8 +537,17 @@ void Decider::TryStart() {
   int capacity = 0;
   for (const AgentInfo& a : obs_.agents)
     if (!a.preempting) capacity += a.slots;
-  const std::string have = fmt::format("{} idle workers, {} worker slots on {} agents", cands.size(), capacity,
-                                       obs_.agents.size());
+  std::string have = fmt::format("{} idle workers, {} worker slots on {} agents", cands.size(), capacity,
+                                 obs_.agents.size());
+  // Why workers do not become ready (a program missing on a host, a config it cannot
+  // load): the newest failure an agent reported, so the wait's reason names it.
+  const ObservedWorker* newest = nullptr;
+  for (const ObservedWorker& w : obs_.workers)
+    if (w.rec.phase == WorkerPhase::kExited && w.rec.exit_kind == ExitKind::kFailure &&
+        (!newest || w.rec.exit_time > newest->rec.exit_time))
+      newest = &w;
+  if (newest && obs_.now - newest->rec.exit_time < s_.resource_wait_timeout)
+    have += "; the last worker to fail: " + newest->rec.exit_desc;
   if (obs_.now - r().wait_since > s_.resource_wait_timeout) {
     Fail(fmt::format("fewer than min_workers={} workers for resource_wait_timeout={}s ({})", s_.min_workers,
                      s_.resource_wait_timeout, have));

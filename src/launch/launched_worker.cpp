@@ -109,12 +109,16 @@ class LaunchedWorker {
     bool spare = false;       // started ahead of need, not yet given a rank
     double started = 0;       // wall seconds (for a spare: when it got its rank)
     bool connected = false;   // said hello
+    bool ch_open = true;      // its channel is read (false after end of file or an oversized line)
+    bool from_spare = false;  // a spare that was handed a rank
+    bool waited = false;      // it said "waiting": it calls wait_for_assignment()
     double last_msg = 0;
     bool exited = false;
     ProcessExit exit;
   };
   struct Generation {
     AssignMessage a;
+    std::map<std::string, std::string> env;  // the rank's environment (a cold restart needs it again)
     std::unique_ptr<Program> prog;
     int64_t first_step = -1, last_step = -1;
     double last_step_time = 0, started = 0;
@@ -146,6 +150,7 @@ class LaunchedWorker {
   void OnProgramMessage(Program& p, const ProgramMessage& m);
   void Reap();
   void EndGeneration();
+  bool RestartCold();
   void CheckDeadlines(double now);
   void TickIfDue(double now);
   void SweepOrphans();
@@ -300,11 +305,13 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
   ra.worker_id = job_.worker_id;
   ra.threads = threads_;
   const auto env = RankEnvironment(ra);
+  g.env = env;
   if (spare_ && !spare_->exited) {
     Status st = spare_->ch->Send(AssignToProgram(env));
     if (st.ok()) {
       g.prog = std::move(spare_);
       g.prog->spare = false;
+      g.prog->from_spare = true;
       g.prog->started = WallSeconds();
       LOG_INFO("worker {}: generation {}: rank {} of {} to the warm spare (pid {})", job_.worker_id, a.generation,
                a.rank, a.world, g.prog->pid);
@@ -446,11 +453,19 @@ void LaunchedWorker::ReadProgram(Program& p) {
     p.last_msg = WallSeconds();
     OnProgramMessage(p, m);
   }
-  (void)st;  // end of file: its exit is reaped below
+  if (!st.ok()) {
+    // End of file (it exits, or closed fd 3) or garbage: no longer read, and its liveness
+    // is the process's again (a closed channel is not a hang).
+    if (!p.exited && st.message().find("longer than") != std::string::npos)
+      LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, p.pid, st.message());
+    p.ch_open = false;
+    p.connected = false;
+  }
 }
 
 void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
-  if (std::holds_alternative<ProgramHello>(m)) p.connected = true;
+  if (std::holds_alternative<ProgramHello>(m)) p.connected = p.ch_open;
+  if (std::holds_alternative<ProgramWaiting>(m)) p.waited = true;
   const bool running = gen_ && gen_->prog.get() == &p;
   if (!running) return;  // a spare's heartbeats and waiting only refresh last_msg
   Generation& g = *gen_;
@@ -507,8 +522,8 @@ void LaunchedWorker::Reap() {
     if (gen_ && gen_->prog && gen_->prog->pid == pid) {
       gen_->prog->exited = true;
       gen_->prog->exit = e;
-      ReadProgram(*gen_->prog);  // its last words
-      EndGeneration();
+      if (gen_->prog->ch_open) ReadProgram(*gen_->prog);  // its last words
+      if (!RestartCold()) EndGeneration();
     } else if (spare_ && spare_->pid == pid) {
       LOG_WARN("worker {}: the warm spare (pid {}) {} before it was given a rank; later generations start cold "
                "(does the program call wait_for_assignment()?)",
@@ -518,6 +533,24 @@ void LaunchedWorker::Reap() {
     }
     sweep_due_ = WallSeconds();  // whatever it left behind
   }
+}
+
+// A spare that was handed a rank and died without ever waiting for it does not call
+// wait_for_assignment(): warm starts are off for this worker, and the rank starts cold
+// (once) instead of failing the generation. True when it did.
+bool LaunchedWorker::RestartCold() {
+  Generation& g = *gen_;
+  if (!g.prog->from_spare || g.prog->waited || g.aborted || g.stop_reasons != 0 || g_preempted) return false;
+  LOG_WARN("worker {}: the warm spare (pid {}) {} without waiting for its rank; later generations start cold (does "
+           "the program call wait_for_assignment() after its imports?)",
+           job_.worker_id, g.prog->pid, g.prog->exit.Describe());
+  warm_failed_ = true;
+  if (spare_) Signal(*spare_, SIGKILL, "warm starts are off");
+  auto p = Start(/*spare=*/false, g.env);
+  if (!p.ok()) return false;
+  g.prog = std::move(p.value());
+  g.started = WallSeconds();
+  return true;
 }
 
 // The running program exited: report how the generation ended on this rank.
@@ -633,7 +666,7 @@ int LaunchedWorker::Run() {
     std::vector<Program*> progs;
     if (gen_ && gen_->prog) progs.push_back(gen_->prog.get());
     if (spare_) progs.push_back(spare_.get());
-    for (Program* p : progs) fds.push_back({p->ch->fd(), POLLIN, 0});
+    for (Program* p : progs) fds.push_back({p->ch_open ? p->ch->fd() : -1, POLLIN, 0});
     ::poll(fds.data(), fds.size(), static_cast<int>(kPollSlice.count()));
     if (fds[1].revents) wake_.Drain();
     for (size_t i = 0; i < progs.size(); ++i)

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 
 namespace elastrain {
@@ -50,6 +52,14 @@ Status Channel::ReadAvailable(std::vector<nlohmann::json>* out) {
     const int err = errno;  // before TakeLines, which may change errno
     if (n > 0) {
       buf_.append(chunk, static_cast<size_t>(n));
+      if (buf_.size() > kMaxChannelLine) {
+        TakeLines(out);
+        if (buf_.size() > kMaxChannelLine) {
+          buf_.clear();
+          return Status::Unavailable(fmt::format("the peer sent a line longer than {} bytes; channel no longer read",
+                                                 kMaxChannelLine));
+        }
+      }
       continue;
     }
     if (n < 0 && err == EINTR) continue;

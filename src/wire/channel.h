@@ -24,6 +24,10 @@
 
 namespace elastrain {
 
+// The longest line a Channel takes (a job message carries the resolved config); a peer
+// that sends a longer one is treated as gone.
+inline constexpr size_t kMaxChannelLine = 4 << 20;
+
 class Channel {
  public:
   explicit Channel(int fd);  // takes ownership of fd
@@ -37,7 +41,8 @@ class Channel {
   // full; the agent's loop never stops reading for long.
   Status Send(const nlohmann::json& msg);
   // Appends every complete message readable now to *out without blocking; Unavailable
-  // at end of file (the peer closed or died), after appending what came before it.
+  // at end of file (the peer closed or died) or after a line over kMaxChannelLine, after
+  // appending what came before it.
   // Reader side: one thread at a time.
   Status ReadAvailable(std::vector<nlohmann::json>* out);
   // Waits up to `timeout` for one message (nullopt if none came); Unavailable at EOF.

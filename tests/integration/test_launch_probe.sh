@@ -12,7 +12,7 @@ common=(threads_per_worker=1 log_period=1 dashboard_port=0 base_output_directory
 mkdir -p "$WORK/p1"
 rc=0
 ELASTRAIN_TOKEN=0123456789abcdef ELASTRAIN_ETCD_PASSWORD_FILE=/nonexistent ELASTRAIN_ETCD_USER=root \
-  "$BIN" launch num_workers=3 max_failures=5 run_name=contract "${common[@]}" -- \
+  "$BIN" launch num_workers=3 max_failures=5 checkpoint_period=auto run_name=contract "${common[@]}" -- \
   "$PROBE" --out "$WORK/p1" --steps 8 --step-ms 20 --report >"$WORK/out1" 2>"$WORK/err1" || rc=$?
 [ "$rc" -eq 0 ] && pass "launch num_workers=3 exits 0" || fail "exit $rc: $(tail -3 "$WORK/err1")"
 grep -q "Launched job finished: 1 generations, 0 failures" "$WORK/out1" && pass "summary: $(grep -m1 Launched "$WORK/out1")" \
@@ -45,6 +45,13 @@ loss8=$("$JQ" --jsonl $run/metrics.jsonl step=8 loss)
 [ "$loss8" = "0.125" ] && pass "the reported loss of step 8 (1/8) is in metrics.jsonl" || fail "loss of step 8: '$loss8'"
 [ -n "$(ev $run generation_first_step time)" ] && pass "the controller saw the first step (generation_first_step)" \
   || fail "no generation_first_step"
+[ -n "$(ev $run checkpoint_saved time step=8)" ] && pass "rank 0's checkpoint reports are checkpoint_saved events" \
+  || fail "no checkpoint_saved for step 8"
+[ -n "$(ev $run checkpoint_period_changed to)" ] \
+  && pass "checkpoint_period=auto: the period is computed for the program ($(ev $run checkpoint_period_changed reason | tr '\n' ' '))" \
+  || fail "no checkpoint_period_changed event"
+out=$("$BIN" report $run 2>&1) && grep -q "productive" <<<"$out" && pass "elastrain report on a launched run: $(grep -m1 productive <<<"$out")" \
+  || fail "report: $out"
 
 # --- a failing program: its exit code is named and counted -------------------------
 mkdir -p "$WORK/p2"

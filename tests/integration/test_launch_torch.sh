@@ -37,6 +37,34 @@ rc=0
 got=$(final_loss runs/same/logs/*.log)
 same_loss "$ref" "$got" && pass "the same final loss: torchrun $ref, elastrain launch $got" \
   || fail "final loss torchrun '$ref' vs elastrain launch '$got'"
+# The script's step reports (python/elastrain_worker.py) are the run's metrics.
+reported=$("$JQ" --jsonl runs/same/metrics.jsonl step=$steps loss)
+same_loss "$got" "$reported" && pass "metrics.jsonl has the reported loss of step $steps ($reported)" \
+  || fail "metrics.jsonl step $steps loss '$reported'"
+
+# --- warm spares: a restart hands the ranks to programs started ahead -------------------
+run=runs/warm
+"$BIN" launch num_workers=2 warm_spares=true run_name=warm "${common[@]}" -- "$PY" "$SCRIPT" --steps $steps \
+  --step-sleep 0.05 --checkpoint-dir "$WORK/ck_warm" >"$WORK/warm.out" 2>"$WORK/warm.err" &
+job=$!
+bg_track $job
+wait_step $run 20 180 || fail "no step 20 with warm spares: $(tail -3 "$WORK/warm.err")"
+kill -9 "$(starts $run | grep "rank=1 .*restart=0 " | field pid)"
+rc=0
+wait $job || rc=$?
+[ "$rc" -eq 0 ] && pass "warm_spares=true: the job finished after a SIGKILL" || fail "exit $rc: $(tail -3 "$WORK/warm.err")"
+n=$(grep -h "generation 1: rank . of 2 to the warm spare" $run/logs/*.log | wc -l)
+[ "$n" -eq 2 ] && pass "both ranks of generation 1 went to warm spares" || fail "$n ranks of generation 1 to warm spares"
+echo "    recovery with warm spares: $(ev $run generation_first_step recovery_seconds generation=1) s (generation_first_step)"
+# A program that never calls wait_for_assignment(): its spare dies, the worker says why
+# and starts it cold.
+rc=0
+"$BIN" launch num_workers=2 warm_spares=true run_name=nowarm "${common[@]}" -- "$PY" "$SCRIPT" --steps 20 \
+  --no-report --checkpoint-dir "$WORK/ck_nowarm" >"$WORK/nowarm.out" 2>"$WORK/nowarm.err" || rc=$?
+[ "$rc" -eq 0 ] && pass "a script without wait_for_assignment() still runs with warm_spares=true" \
+  || fail "exit $rc: $(tail -3 "$WORK/nowarm.err")"
+grep -hq "later generations start cold" runs/nowarm/logs/*.log && pass "the worker says the spare died and why" \
+  || fail "no warning about the spare"
 
 # --- 2. SIGKILL of a program, then a preempted worker, with num_workers=2:3 ----------
 run=runs/kill
