@@ -87,6 +87,29 @@ runs_still "$pid" && fail "the stopped program (pid $pid) still runs: $(cat /pro
 from=$(grep -ho "START rank=0 world=2 restart=1 resumed_from=[0-9]*" $run/logs/*.log | head -1 | grep -o "[0-9]*$")
 [ "${from:-0}" -ge 10 ] && pass "generation 1 resumed from the checkpoint (step $from)" || fail "generation 1 did not resume: '$from'"
 
+# --- chaos, status and the API on a launched job -----------------------------------
+mkdir -p "$WORK/p6"
+"$BIN" launch num_workers=2 max_failures=3 run_name=chaos "${common[@]}" -- \
+  "$PROBE" --out "$WORK/p6" --steps 150 --step-ms 40 --report >"$WORK/out6" 2>"$WORK/err6" &
+job=$!
+bg_track $job
+run=runs/chaos
+wait_step $run 5 120 || fail "no step 5: $(tail -3 "$WORK/err6")"
+st=$("$BIN" status --run-dir $run 2>&1) && grep -q RUNNING <<<"$st" && pass "elastrain status: $(head -1 <<<"$st")" \
+  || fail "status: $st"
+url=$(cat $run/head_url)
+body=$(curl -s -m 10 -H "Authorization: Bearer $(cat $run/token)" "$url/api/v1/job")
+[ "$("$JQ" state <<<"$body")" = RUNNING ] && [ "$("$JQ" world <<<"$body")" = 2 ] \
+  && pass "the API (/api/v1/job) shows the launched job RUNNING with 2 ranks" || fail "/api/v1/job: ${body:0:200}"
+curl -s -m 10 -H "Authorization: Bearer $(cat $run/token)" "$url/metrics" | grep -q "^elastrain_step" \
+  && pass "/metrics has the launched job's step" || fail "no elastrain_step on /metrics"
+out=$("$BIN" chaos kill --rank 1 --run-dir $run 2>&1) && pass "elastrain chaos kill --rank 1: $out" || fail "chaos: $out"
+rc=0
+wait $job || rc=$?
+[ "$rc" -eq 0 ] && pass "the job recovered from the chaos kill and finished" || fail "exit $rc: $(tail -3 "$WORK/err6")"
+[ -n "$(ev $run generation_failed time)" ] && pass "generation_failed: $(ev $run generation_failed reason | head -1 | cut -c1-140)" \
+  || fail "no generation_failed after the chaos kill"
+
 # --- elastrain stop: the program stops at a step; the same command resumes ---------
 mkdir -p "$WORK/p4"
 args=(launch num_workers=2 run_name=stop "${common[@]}" -- "$PROBE" --out "$WORK/p4" --steps 60 --step-ms 40 --report)
