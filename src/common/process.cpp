@@ -73,9 +73,8 @@ Result<std::string> FindProgram(const std::string& name) {
   size_t begin = 0;
   for (;;) {
     const size_t colon = path.find(':', begin);
-    std::string dir = path.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin);
-    if (dir.empty()) dir = ".";
-    const std::string candidate = dir + "/" + name;
+    const std::string dir = path.substr(begin, colon == std::string::npos ? std::string::npos : colon - begin);
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;  // "" is the cwd
     if (check(candidate).ok()) return candidate;
     if (colon == std::string::npos) break;
     begin = colon + 1;

@@ -166,6 +166,7 @@ class LaunchedWorker {
   std::unique_ptr<Program> spare_;
   std::optional<Generation> gen_;
   std::deque<AgentMessage> inbox_;
+  int64_t last_generation_ = -1;  // the newest generation this worker took part in
   bool warm_failed_ = false;   // a spare died before taking a rank: later generations start cold
   bool exit_ = false, agent_gone_ = false, preempt_seen_ = false;
   double last_tick_ = 0, last_sweep_ = 0, sweep_due_ = 0;
@@ -287,6 +288,7 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
     e.error = e.outcome == GenerationOutcome::kFailed ? st.message() : "";
     Send(e);
   };
+  last_generation_ = a.generation;
   Send(StartedMessage{a.generation, a.rank, a.world});
   auto master = Master(a);
   if (!master.ok()) return failed(master.status());
@@ -616,7 +618,7 @@ void LaunchedWorker::TickIfDue(double now) {
   if (gen_ && gen_->prog && gen_->prog->connected && now - gen_->prog->last_msg > kProgramSilenceSeconds) return;
   last_tick_ = now;
   ProgressMessage p;
-  p.generation = gen_ ? gen_->a.generation : -1;
+  p.generation = gen_ ? gen_->a.generation : last_generation_;
   p.step = gen_ ? gen_->last_step : -1;
   p.phase = !gen_ ? TrainPhase::kIdle : gen_->last_step >= 0 ? TrainPhase::kTrain : TrainPhase::kSetup;
   p.time = now;
