@@ -1,4 +1,4 @@
-// The messages a launched program sends its worker (src/launch/program_messages.h). The
+// The messages a launched program sends its worker (src/wire/program_messages.h). The
 // input is what the program writes on its ELASTRAIN_CHANNEL_FD socket: lines of JSON.
 // Each line goes through nlohmann::json::parse (no exceptions), as Channel::TakeLines
 // does, and every value it yields through ParseProgramMessage. Property of an accepted
@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "fuzz_check.h"
-#include "launch/program_messages.h"
+#include "wire/program_messages.h"
 
 using namespace elastrain;
 

@@ -1,7 +1,7 @@
 /* elastrain_worker.h: the optional channel between a program run by `elastrain launch`
  * and the elastrain worker that supervises it, for C and C++ programs (Python programs
  * use python/elastrain_worker.py). Header-only, POSIX, no other dependency: copy it
- * next to your sources. The protocol: src/launch/program_messages.h, docs/launch.md.
+ * next to your sources. The protocol: src/wire/program_messages.h, docs/launch.md.
  *
  *   elastrain_connect();                        // once; 0 when not under elastrain
  *   ... each step: elastrain_report_step(step, loss, tokens);

@@ -29,7 +29,7 @@
 #include "common/process.h"
 #include "common/signals.h"
 #include "common/wakeup.h"
-#include "launch/program_messages.h"
+#include "wire/program_messages.h"
 #include "launch/rank_env.h"
 #include "store/store.h"
 #include "train/checkpoint_period.h"

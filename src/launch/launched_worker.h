@@ -13,7 +13,7 @@
 //                                   v
 //                                 idle: the next assign starts the next program
 //
-// The program's optional channel (launch/program_messages.h) carries its step reports
+// The program's optional channel (wire/program_messages.h) carries its step reports
 // (forwarded as the worker's steps: the controller's stall rule, goodput, metrics.jsonl
 // from rank 0), checkpoint commits and heartbeats: once a program has said hello, the
 // worker's liveness ticks follow the program's (a stopped program stops them and the

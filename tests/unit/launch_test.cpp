@@ -16,7 +16,7 @@
 
 #include "cli/cli_common.h"
 #include "config/config.h"
-#include "launch/program_messages.h"
+#include "wire/program_messages.h"
 #include "launch/rank_env.h"
 
 namespace elastrain {

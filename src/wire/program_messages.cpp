@@ -1,4 +1,4 @@
-#include "launch/program_messages.h"
+#include "wire/program_messages.h"
 
 #include <cmath>
 
