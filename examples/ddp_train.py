@@ -61,6 +61,7 @@ def parse_args():
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds of extra work per step (tests)")
     p.add_argument("--timeout", type=float, default=60.0, help="collective timeout in seconds")
     p.add_argument("--no-report", action="store_true", help="do not import elastrain_worker even if it is there")
+    p.add_argument("--step-log", help="rank 0 appends '<time.time()> <step> <TORCHELASTIC_RESTART_COUNT>' per step (benchmarks)")
     return p.parse_args()
 
 
@@ -105,6 +106,7 @@ def main():
     rows = args.global_batch // world
     print(f"START rank={rank} world={world} restart={os.environ.get('TORCHELASTIC_RESTART_COUNT')} "
           f"resumed_from={start} pid={os.getpid()}", flush=True)
+    step_log = open(args.step_log, "a") if args.step_log and rank == 0 else None
     loss_fn = nn.MSELoss()
     global_loss = float("nan")
     step = start
@@ -123,6 +125,9 @@ def main():
         total = loss.detach().clone() * rows
         dist.all_reduce(total)
         global_loss = (total / args.global_batch).item()
+        if step_log:
+            step_log.write(f"{time.time():.6f} {step} {os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}\n")
+            step_log.flush()
         if channel:
             channel.report_step(step, loss=global_loss, tokens=args.global_batch, step_seconds=time.time() - t0)
         # A preemption notice (SIGTERM) or `elastrain stop`: now. A resize: at the next
