@@ -1,8 +1,6 @@
 #include "launch/launched_worker.h"
 
-#include <arpa/inet.h>
 #include <dirent.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -19,9 +17,7 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <gloo/rendezvous/store.h>
 
-#include "comm/process_group.h"  // MakeFileStore
 #include "common/clock.h"
 #include "common/events.h"
 #include "common/log.h"
@@ -30,6 +26,7 @@
 #include "common/signals.h"
 #include "common/wakeup.h"
 #include "wire/program_messages.h"
+#include "launch/master_address.h"
 #include "launch/rank_env.h"
 #include "store/store.h"
 #include "train/checkpoint_period.h"
@@ -44,6 +41,8 @@ constexpr double kTickSeconds = 0.25;         // liveness ticks to the agent, as
 constexpr double kProgramSilenceSeconds = 3;  // a program that talks: no tick once it is this silent
 constexpr double kKillGraceSeconds = 5;       // after the SIGTERM of a stop's deadline, before SIGKILL
 constexpr double kHelloGraceSeconds = 2;      // a program that has not said hello by this age does not talk
+constexpr double kSpareDelaySeconds = 10;     // longest wait before the next spare starts (see StartGeneration)
+constexpr double kListenWaitSeconds = 3;      // how long a warm rank 0 gets to listen before its address is published
 constexpr double kOrphanSweepSeconds = 1;
 constexpr std::chrono::milliseconds kPollSlice{50};
 constexpr const char* kLeftWhileWaiting = "left while waiting for rank 0's address";
@@ -74,24 +73,6 @@ std::vector<pid_t> OwnChildren() {
   return out;
 }
 
-// A free TCP port on `address` (0 when none could be had): bound, read, released; the
-// program's TCPStore binds it next, as torchrun's agent does with its MASTER_PORT.
-int FreePort(const std::string& address) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = 0;
-  if (::inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  int port = 0;
-  socklen_t len = sizeof(sa);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0)
-    port = ntohs(sa.sin_port);
-  ::close(fd);
-  return port;
-}
-
 class LaunchedWorker {
  public:
   LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg, std::vector<std::string> program)
@@ -112,6 +93,7 @@ class LaunchedWorker {
     bool ch_open = true;      // its channel is read (false after end of file or an oversized line)
     bool from_spare = false;  // a spare that was handed a rank
     bool waited = false;      // it said "waiting": it calls wait_for_assignment()
+    bool killed = false;      // this worker sent it SIGKILL
     double last_msg = 0;
     bool exited = false;
     ProcessExit exit;
@@ -142,7 +124,6 @@ class LaunchedWorker {
 
   Result<std::unique_ptr<Program>> Start(bool spare, const std::map<std::string, std::string>& env);
   void StartSpare();
-  Result<std::pair<std::string, int>> Master(const AssignMessage& a);
   void StartGeneration(const AssignMessage& a);
   void RequestStop(int reason);
   void Signal(Program& p, int sig, const char* why);
@@ -170,6 +151,7 @@ class LaunchedWorker {
   bool warm_failed_ = false;   // a spare died before taking a rank: later generations start cold
   bool exit_ = false, agent_gone_ = false, preempt_seen_ = false;
   double last_tick_ = 0, last_sweep_ = 0, sweep_due_ = 0;
+  double spare_due_ = 0;  // > 0: start the next spare then
   Wakeup wake_;
   CheckpointPeriodTuner tuner_;
   MetricsWriter metrics_;
@@ -185,8 +167,8 @@ Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spar
   spec.program = program_[0];
   spec.args.assign(program_.begin() + 1, program_.end());
   spec.env = env;
-  spec.env["ELASTRAIN_CHANNEL_FD"] = "3";
-  spec.env["ELASTRAIN_WARM"] = spare ? "1" : "0";
+  spec.env.insert_or_assign("ELASTRAIN_CHANNEL_FD", std::string("3"));
+  spec.env.insert_or_assign("ELASTRAIN_WARM", std::string(spare ? "1" : "0"));
   spec.env_drop_prefixes = SecretEnvironmentPrefixes();
   spec.channel_fd = theirs;
   spec.own_process_group = false;  // the worker's group: one kill(-pgid) ends the whole tree
@@ -220,58 +202,6 @@ void LaunchedWorker::StartSpare() {
   spare_ = std::move(p.value());
 }
 
-// Rank 0 picks a free port on its host and publishes "address:port" in the generation's
-// rendezvous store; the others wait for it (up to collective_timeout), answering the
-// agent meanwhile.
-Result<std::pair<std::string, int>> LaunchedWorker::Master(const AssignMessage& a) {
-  std::shared_ptr<gloo::rendezvous::Store> store;
-  if (a.rendezvous.kind == RendezvousAddress::Kind::kFile) {
-    ELASTRAIN_ASSIGN_OR_RETURN(store, MakeFileStore(a.rendezvous.dir));
-  } else {
-    StoreOptions so;
-    so.key_scope = keys::kRoot;
-    FillStoreCredentialsFromEnv(&so);
-    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> s, OpenStore(a.rendezvous.store_url, so));
-    store = MakeGlooStore(s, a.rendezvous.prefix, so);
-  }
-  const std::string key = fmt::format("launch_master_g{}", a.generation);
-  try {
-    if (a.rank == 0) {
-      const std::string address = a.address.empty() ? "127.0.0.1" : a.address;
-      const int port = FreePort(address);
-      if (port == 0) return Status::Unavailable("no free port for MASTER_PORT on " + address);
-      const std::string v = fmt::format("{}:{}", address, port);
-      store->set(key, std::vector<char>(v.begin(), v.end()));
-      return std::make_pair(address, port);
-    }
-    const double deadline = WallSeconds() + cfg_.collective_timeout;
-    for (;;) {
-      try {
-        store->wait({key}, std::chrono::milliseconds(100));
-        break;
-      } catch (const std::exception&) {
-        if (!ReadAgent() || Superseded(a.generation) || g_preempted)
-          return Status::FailedPrecondition(kLeftWhileWaiting);
-        TickIfDue(WallSeconds());
-        if (WallSeconds() > deadline)
-          return Status::DeadlineExceeded(fmt::format(
-              "rank 0 did not publish MASTER_ADDR/MASTER_PORT within collective_timeout={}s", cfg_.collective_timeout));
-      }
-    }
-    const std::vector<char> got = store->get(key);
-    const std::string v(got.begin(), got.end());
-    const size_t colon = v.rfind(':');
-    int port = 0;
-    if (colon != std::string::npos) port = std::atoi(v.c_str() + colon + 1);
-    if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535 || v.size() > 300)
-      return Status::InvalidArgument(fmt::format("rendezvous key {}: expected address:port, got '{}'", key,
-                                                 v.substr(0, 80)));
-    return std::make_pair(v.substr(0, colon), port);
-  } catch (const std::exception& e) {
-    return Status::Unavailable(std::string("rendezvous store: ") + e.what());
-  }
-}
-
 void LaunchedWorker::StartGeneration(const AssignMessage& a) {
   Generation g;
   g.a = a;
@@ -290,7 +220,16 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
   };
   last_generation_ = a.generation;
   Send(StartedMessage{a.generation, a.rank, a.world});
-  auto master = Master(a);
+  // MASTER_ADDR:MASTER_PORT: rank 0 picks it (and publishes it below), the others wait.
+  auto rdzv = MasterAddress::Open(a.rendezvous, a.generation);
+  if (!rdzv.ok()) return failed(rdzv.status());
+  auto master = a.rank == 0 ? rdzv->Pick(a.address.empty() ? "127.0.0.1" : a.address)
+                            : rdzv->Await(cfg_.collective_timeout, [&] {
+                                TickIfDue(WallSeconds());
+                                return ReadAgent() && !Superseded(a.generation) && !g_preempted;
+                              });
+  if (!master.ok() && master.status().code() == StatusCode::kFailedPrecondition)
+    return failed(Status::FailedPrecondition(kLeftWhileWaiting));
   if (!master.ok()) return failed(master.status());
   RankAssignment ra;
   ra.generation = a.generation;
@@ -320,11 +259,26 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
     }
   }
   if (!g.prog) {
+    // A cold rank 0 publishes its address before its program starts: the others start
+    // theirs meanwhile, and every import runs at once.
+    if (a.rank == 0) {
+      if (Status st = rdzv->Publish(); !st.ok()) return failed(st);
+    }
     auto p = Start(/*spare=*/false, env);
     if (!p.ok()) return failed(p.status());
     g.prog = std::move(p.value());
     LOG_INFO("worker {}: generation {}: rank {} of {} (pid {})", job_.worker_id, a.generation, a.rank, a.world,
              g.prog->pid);
+  } else if (a.rank == 0) {
+    // A warm rank 0 listens within a fraction of a second: the others are told the
+    // address once it does (up to kListenWaitSeconds), so that their first connection
+    // finds the store (torch 1.13 retries a refused one only after a whole second).
+    const double until = WallSeconds() + kListenWaitSeconds;
+    while (WallSeconds() < until && !PortListening(ra.master_port) && ProcessRuns(g.prog->pid)) {
+      ::usleep(10000);
+      TickIfDue(WallSeconds());
+    }
+    if (Status st = rdzv->Publish(); !st.ok()) return failed(st);
   }
   if (a.rank == 0 && !logs_open_) {
     logs_open_ = true;
@@ -342,7 +296,10 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
                                                  {"reason", change->reason}});
   }
   SendControl();
-  StartSpare();
+  // The next spare starts once this generation trains (its first step report), or
+  // kSpareDelaySeconds from now, or when the generation ends: its imports must not
+  // compete with the recovery it is meant to speed up.
+  spare_due_ = WallSeconds() + kSpareDelaySeconds;
 }
 
 void LaunchedWorker::SendControl() {
@@ -359,6 +316,7 @@ void LaunchedWorker::SendControl() {
 void LaunchedWorker::Signal(Program& p, int sig, const char* why) {
   if (p.exited || p.pid <= 0) return;
   LOG_INFO("worker {}: signal {} to program pid {} ({})", job_.worker_id, DescribeSignal(sig), p.pid, why);
+  if (sig == SIGKILL) p.killed = true;
   ::kill(p.pid, sig);
 }
 
@@ -479,7 +437,10 @@ void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
       const int64_t n = g.last_step >= 0 && s->step > g.last_step ? s->step - g.last_step : 1;
       secs = since / static_cast<double>(n);
     }
-    if (g.first_step < 0) g.first_step = s->step;
+    if (g.first_step < 0) {
+      g.first_step = s->step;
+      if (spare_due_ > 0) spare_due_ = now;
+    }
     g.last_step = s->step;
     g.last_step_time = now;
     const int64_t start = std::max<int64_t>(g.first_step - 1, 0);
@@ -526,6 +487,8 @@ void LaunchedWorker::Reap() {
       gen_->prog->exit = e;
       if (gen_->prog->ch_open) ReadProgram(*gen_->prog);  // its last words
       if (!RestartCold()) EndGeneration();
+    } else if (spare_ && spare_->pid == pid && (spare_->killed || g_preempted || exit_)) {
+      spare_.reset();  // this worker ended it
     } else if (spare_ && spare_->pid == pid) {
       LOG_WARN("worker {}: the warm spare (pid {}) {} before it was given a rank; later generations start cold "
                "(does the program call wait_for_assignment()?)",
@@ -579,6 +542,7 @@ void LaunchedWorker::EndGeneration() {
   LOG_INFO("worker {}: generation {}: {} ({})", job_.worker_id, g.a.generation, what, Name(ended.outcome));
   Send(ended);
   gen_.reset();
+  if (spare_due_ > 0) spare_due_ = WallSeconds();
   // Anything of its group still running (its own children) is swept as an orphan.
   sweep_due_ = WallSeconds();
 }
@@ -693,6 +657,10 @@ int LaunchedWorker::Run() {
       last_sweep_ = now;
       sweep_due_ = 0;
       SweepOrphans();
+    }
+    if (spare_due_ > 0 && now >= spare_due_) {
+      spare_due_ = 0;
+      StartSpare();
     }
     TickIfDue(now);
   }
