@@ -122,23 +122,43 @@ def connected():
     return _channel is not None and _channel.alive
 
 
-def wait_for_assignment():
-    """Returns once this process has its rank.
+def wait_for_assignment(store_timeout=60.0):
+    """Returns once this process has its rank, and rank 0's store is up.
 
     A warm spare (warm_spares=true) was started before its generation existed: this
     blocks until the worker hands it a rank, then sets RANK, WORLD_SIZE, MASTER_ADDR, ...
-    in os.environ (and returns them). Everywhere else it returns {} at once."""
-    if not connected() or os.environ.get("ELASTRAIN_WARM") != "1":
+    in os.environ (and returns them). Then, on every rank but 0, it waits (up to
+    `store_timeout` seconds) until rank 0's store at MASTER_ADDR:MASTER_PORT accepts
+    connections: rank 0's own program hosts it (as under torchrun without an agent
+    store), and torch 1.13 retries a refused connection only after a whole second.
+    Outside elastrain it returns {} at once."""
+    if not connected():
         return {}
-    _channel.send({"type": "waiting"})
-    while _channel._assign is None:
-        if not _channel.alive:
-            raise SystemExit("elastrain worker is gone before assigning a rank")
-        _channel.read(1.0)
-    env = _channel._assign
-    os.environ.update(env)
-    os.environ["ELASTRAIN_WARM"] = "0"
-    return dict(env)
+    env = {}
+    if os.environ.get("ELASTRAIN_WARM") == "1":
+        _channel.send({"type": "waiting"})
+        while _channel._assign is None:
+            if not _channel.alive:
+                raise SystemExit("elastrain worker is gone before assigning a rank")
+            _channel.read(1.0)
+        env = dict(_channel._assign)
+        os.environ.update(env)
+        os.environ["ELASTRAIN_WARM"] = "0"
+    _await_store(store_timeout)
+    return env
+
+
+def _await_store(timeout):
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
+    if os.environ.get("RANK", "0") == "0" or not addr or not port.isdigit():
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            socket.create_connection((addr, int(port)), timeout=1.0).close()
+            return
+        except OSError:
+            time.sleep(0.01)
 
 
 def report_step(step, loss=None, tokens=None, step_seconds=None, **metrics):
