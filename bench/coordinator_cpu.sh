@@ -39,16 +39,8 @@ common=(model_name=small steps=100000 log_period=1 eval_interval=0 global_batch_
 last_step() { "$JQ" --jsonl "$1/metrics.jsonl" step 2>/dev/null | tail -1 || true; }
 ev() { "$JQ" --jsonl "$1/events.jsonl" event="$2" "${@:4}" "$3" 2>/dev/null | head -1 || true; }
 cpu_ticks() { local p t=0; for p in "$@"; do t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo $t; }
-now() { date +%s.%N; }
-# wait_for SECONDS COMMAND...: true once COMMAND succeeds, false after SECONDS.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.1
-  done
-}
+source "$(dirname "$0")/bench_lib.sh"  # now, wait_for
+WAIT_FOR_POLL=0.1
 at_step() { [ "$(last_step "$1")" -ge "$2" ] 2>/dev/null; }
 detected() { [ -n "$(ev "$1" worker_failed detected_at)" ]; }
 kill_tree() {

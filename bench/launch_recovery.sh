@@ -54,16 +54,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-now() { date +%s.%N; }
-# wait_for SECONDS COMMAND...: true once COMMAND succeeds, false after SECONDS.
-wait_for() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.02
-  done
-}
+source "$(dirname "$0")/bench_lib.sh"  # now, wait_for
+WAIT_FOR_POLL=0.02
 last_line() { tail -n 1 "$1" 2>/dev/null || true; }
 at_step() { local l; l=$(last_line "$1"); [ -n "$l" ] && [ "$(echo "$l" | cut -d' ' -f2)" -ge "$2" ] 2>/dev/null; }
 # recovered LOG COUNT: a step was logged with a restart count above COUNT

@@ -48,7 +48,7 @@ for src in "$root"/bench/*.cpp; do
 done
 for script in "$root"/bench/*.sh; do
   name="$(basename "$script" .sh)"
-  [ "$name" = run_all ] && continue
+  [ "$name" = run_all ] || [ "$name" = bench_lib ] && continue
   selected "$name" || continue
   run "$name" bash "$script" "$build/elastrain"
 done

@@ -136,4 +136,17 @@ void IgnoreSigpipeOnce() {
   });
 }
 
+WorkerNotice::WorkerNotice(std::atomic<bool>* flag, std::function<void()> on_notice) : flag_(flag) {
+  SetSignalHandler(SIGTERM, [flag, on_notice = std::move(on_notice)](int) {
+    *flag = true;
+    if (on_notice) on_notice();
+  });
+  IgnoreSignal(SIGINT);
+}
+
+WorkerNotice::~WorkerNotice() {
+  std::atomic<bool>* flag = flag_;
+  SetSignalHandler(SIGTERM, [flag](int) { *flag = true; });
+}
+
 }  // namespace elastrain

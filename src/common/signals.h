@@ -15,6 +15,7 @@
 // exec (ResetSignalMaskInChild).
 #pragma once
 
+#include <atomic>
 #include <functional>
 
 namespace elastrain {
@@ -51,6 +52,21 @@ class TerminationNotice {
   ~TerminationNotice();
   TerminationNotice(const TerminationNotice&) = delete;
   TerminationNotice& operator=(const TerminationNotice&) = delete;
+};
+
+// A worker's SIGTERM (a preemption notice) and SIGINT (ignored: its agent decides).
+// While it lives, SIGTERM sets *flag and calls on_notice (wake the owner's loop); once
+// destroyed, SIGTERM only sets *flag, so that a late notice touches nothing of the
+// owner. `flag` must outlive the process (a global).
+class WorkerNotice {
+ public:
+  WorkerNotice(std::atomic<bool>* flag, std::function<void()> on_notice);
+  ~WorkerNotice();
+  WorkerNotice(const WorkerNotice&) = delete;
+  WorkerNotice& operator=(const WorkerNotice&) = delete;
+
+ private:
+  std::atomic<bool>* flag_;
 };
 
 // In a child between fork and exec (async-signal-safe): unblocks every signal, so that

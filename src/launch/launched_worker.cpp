@@ -615,14 +615,7 @@ void LaunchedWorker::KillAll() {
 }
 
 int LaunchedWorker::Run() {
-  SetSignalHandler(SIGTERM, [this](int) {
-    g_preempted = true;
-    wake_.Notify();
-  });
-  struct Unhook {  // however Run returns, later notices no longer touch this object
-    ~Unhook() { SetSignalHandler(SIGTERM, [](int) { g_preempted = true; }); }
-  } unhook;
-  IgnoreSignal(SIGINT);
+  WorkerNotice notice(&g_preempted, [this] { wake_.Notify(); });
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   Send(ReadyMessage{static_cast<int>(::getpid()), -1, 0});
   StartSpare();

@@ -315,14 +315,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
 }
 
 int WorkerProcess::Run() {
-  SetSignalHandler(SIGTERM, [this](int) {
-    g_preempted = true;
-    inbox_.Wake();
-  });
-  struct Unhook {  // however Run returns, later notices no longer touch this object
-    ~Unhook() { SetSignalHandler(SIGTERM, [](int) { g_preempted = true; }); }
-  } unhook;
-  IgnoreSignal(SIGINT);
+  WorkerNotice notice(&g_preempted, [this] { inbox_.Wake(); });
   signal(SIGPIPE, SIG_IGN);
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) signal(sig, OnCrash);
 
