@@ -111,7 +111,10 @@ awk -v w="$wall" -v a="$started" -v b="$ended" 'BEGIN { exit !(w <= b - a && w >
   || fail "wall time $wall s vs measured $started..$ended"
 recovery=$(g seconds.recovery)
 from_events=$(ev $run generation_first_step recovery_seconds | awk '{ s += $1 } END { print s + 0 }')
-awk -v a="$recovery" -v b="$from_events" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01 * b + 1e-3) }' \
+# Within 1% + 10 ms: the two are computed from different records of the same moments
+# (the accountant's from job_state and metrics.jsonl times, the controller's from its own
+# observation), which a loaded machine writes a few ms apart (once 5 ms of a 0.12 s recovery).
+awk -v a="$recovery" -v b="$from_events" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01 * b + 0.01) }' \
   && pass "recovery category $recovery s = recovery_seconds in events.jsonl ($from_events s)" \
   || fail "recovery category $recovery s vs events.jsonl $from_events s"
 spans=$(g recoveries | tr -cd , | wc -c)
