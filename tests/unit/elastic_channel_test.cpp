@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "wire/channel.h"
 
@@ -75,4 +77,37 @@ TEST(ElasticChannel, ADeadPeerIsEndOfFileAndSendFails) {
 }
 
 }  // namespace
+}  // namespace elastrain
+
+namespace elastrain {
+
+// A peer that writes without ever ending a line (a broken or hostile launched program)
+// does not grow the reader without bound: past kMaxChannelLine it counts as gone, and
+// the lines before it are still delivered.
+TEST(ElasticChannel, ALineOverTheLimitEndsTheChannel) {
+  auto pair = MakeChannelPair();
+  ASSERT_TRUE(pair.ok());
+  Channel reader(pair->first);
+  const int writer = pair->second;
+  std::thread w([writer] {
+    const std::string first = "{\"type\":\"heartbeat\"}\n";
+    (void)!::write(writer, first.data(), first.size());
+    const std::string chunk(64 * 1024, 'x');
+    for (size_t sent = 0; sent < kMaxChannelLine + 2 * chunk.size(); sent += chunk.size())
+      if (::send(writer, chunk.data(), chunk.size(), MSG_NOSIGNAL) <= 0) break;  // the reader gave up
+    ::close(writer);
+  });
+  std::vector<nlohmann::json> got;
+  Status st = Status::OK();
+  for (int i = 0; i < 2000 && st.ok(); ++i) {
+    st = reader.ReadAvailable(&got);
+    if (st.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  w.join();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("longer than"), std::string::npos) << st.message();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0]["type"], "heartbeat");
+}
+
 }  // namespace elastrain

@@ -17,7 +17,12 @@
 #include "cli/cli_common.h"
 #include "config/config.h"
 #include "wire/program_messages.h"
+#include "launch/master_address.h"
 #include "launch/rank_env.h"
+#include "comm/process_group.h"  // MakeFileStore
+#include "test_dirs.h"
+
+#include <gloo/rendezvous/store.h>
 
 namespace elastrain {
 namespace {
@@ -565,4 +570,44 @@ TEST(LaunchSplitProgramArgsTest, SetLaunchProgramNeedsAProgram) {
 }
 
 }  // namespace
+}  // namespace elastrain
+
+namespace elastrain {
+
+// What rank 0 publishes in the rendezvous store reaches the other ranks checked: a value
+// that is not address:port (a stale or forged key) is refused, naming the key.
+TEST(LaunchMasterAddressTest, PublishedAddressRoundTripsAndGarbageIsRefused) {
+  ScopedTempDir dir("master_address");
+  const RendezvousAddress rdzv = RendezvousAddress::File(dir.path());
+  auto rank0 = MasterAddress::Open(rdzv, 7);
+  ASSERT_TRUE(rank0.ok()) << rank0.status().message();
+  auto picked = rank0->Pick("127.0.0.1");
+  ASSERT_TRUE(picked.ok());
+  ASSERT_TRUE(rank0->Publish().ok());
+  auto rank1 = MasterAddress::Open(rdzv, 7);
+  ASSERT_TRUE(rank1.ok());
+  auto got = rank1->Await(5, [] { return true; });
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got.value(), picked.value());
+
+  // Another generation's key holds garbage.
+  auto store = MakeFileStore(dir.path());
+  ASSERT_TRUE(store.ok());
+  const std::string forged = "no-port-here";
+  (*store)->set("launch_master_g8", std::vector<char>(forged.begin(), forged.end()));
+  auto rank1g8 = MasterAddress::Open(rdzv, 8);
+  ASSERT_TRUE(rank1g8.ok());
+  auto bad = rank1g8->Await(5, [] { return true; });
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("launch_master_g8"), std::string::npos) << bad.status().message();
+
+  // Nobody publishes generation 9: the wait ends when keep_going says so.
+  auto rank1g9 = MasterAddress::Open(rdzv, 9);
+  ASSERT_TRUE(rank1g9.ok());
+  int looks = 0;
+  auto none = rank1g9->Await(30, [&] { return ++looks < 3; });
+  EXPECT_FALSE(none.ok());
+  EXPECT_EQ(looks, 3);
+}
+
 }  // namespace elastrain
