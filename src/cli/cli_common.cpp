@@ -5,8 +5,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/process.h"
-
 #include "wire/exit_codes.h"
 
 #include <fmt/format.h>
@@ -86,11 +84,12 @@ int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> a
   return -1;
 }
 
-void SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program) {
+bool SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program) {
   auto dash = std::find(args->begin(), args->end(), "--");
-  if (dash == args->end()) return;
+  if (dash == args->end()) return false;
   program->assign(dash + 1, args->end());
   args->erase(dash, args->end());
+  return true;
 }
 
 Status SetLaunchProgram(const std::vector<std::string>& program, TrainConfig* cfg) {
@@ -98,8 +97,7 @@ Status SetLaunchProgram(const std::vector<std::string>& program, TrainConfig* cf
     return Status::InvalidArgument("expected the program after `--`: elastrain launch [CONFIG.yml] [key=value ...] -- "
                                    "PROGRAM ARGS (e.g. -- python3 train.py)");
   cfg->launch_program = nlohmann::json(program).dump();
-  ELASTRAIN_RETURN_IF_ERROR(LaunchProgram(*cfg).status());
-  return FindProgram(program[0]).status();
+  return LaunchProgram(*cfg).status();
 }
 
 }  // namespace elastrain

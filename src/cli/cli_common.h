@@ -39,10 +39,10 @@ void AddConfigArgs(CLI::App& app, std::vector<std::string>* config_args);
 int ParseArgs(CLI::App& app, const std::string& name, std::vector<std::string> args);
 
 // `... -- PROGRAM ARGS`: the arguments before the first "--" stay in *args, the program
-// and its arguments go to *program (empty when there is no "--").
-void SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program);
-// Puts `program` into cfg->launch_program (a JSON array) and checks that its first word
-// names an executable program here; InvalidArgument / NotFound naming it otherwise.
+// and its arguments go to *program. False when there is no "--".
+bool SplitProgramArgs(std::vector<std::string>* args, std::vector<std::string>* program);
+// Puts `program` into cfg->launch_program (a JSON array), checked as the config checks
+// it (InvalidArgument naming it, or asking for the program when there is none).
 Status SetLaunchProgram(const std::vector<std::string>& program, TrainConfig* cfg);
 
 // The job in this process: controller, local agent and API over an in-memory store, for

@@ -194,7 +194,7 @@ int RunSubmitCommand(const std::vector<std::string>& all_args) {
   CLI::App app{"elastrain submit: submit a training job to a head"};
   // `-- PROGRAM ARGS`: the agents run the program (elastrain launch's job in a cluster).
   std::vector<std::string> args = all_args, program;
-  SplitProgramArgs(&args, &program);
+  const bool launched = SplitProgramArgs(&args, &program);
   ApiFlags api;
   bool wait = false;
   std::vector<std::string> config_args;
@@ -208,11 +208,9 @@ int RunSubmitCommand(const std::vector<std::string>& all_args) {
                                                          "submit to an `elastrain head` (--head URL)"));
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("submit", cfg.status());
-  if (std::find(all_args.begin(), all_args.end(), "--") != all_args.end()) {
-    // The program is looked up on the agents' hosts; here only its form is checked.
-    if (program.empty()) return FailCommand("submit", SetLaunchProgram(program, &cfg.value()));
-    cfg->launch_program = nlohmann::json(program).dump();
-    if (auto p = LaunchProgram(cfg.value()); !p.ok()) return FailCommand("submit", p.status());
+  // The program is looked up on the agents' hosts; here only its form is checked.
+  if (launched) {
+    if (Status st = SetLaunchProgram(program, &cfg.value()); !st.ok()) return FailCommand("submit", st);
   }
   auto target = api.Target();
   if (!target.ok()) return FailCommand("submit", target.status());

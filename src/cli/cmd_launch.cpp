@@ -10,6 +10,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "common/log.h"
+#include "common/process.h"
 
 namespace elastrain {
 
@@ -26,6 +27,8 @@ int RunLaunchCommand(const std::vector<std::string>& all_args) {
   auto cfg = LoadConfigFromArgs(config_args);
   if (!cfg.ok()) return FailCommand("launch", cfg.status());
   if (Status st = SetLaunchProgram(program, &cfg.value()); !st.ok()) return FailCommand("launch", st);
+  // Here, the program must exist before anything starts (in a cluster, each agent's host checks it).
+  if (Status st = FindProgram(program[0]).status(); !st.ok()) return FailCommand("launch", st);
   SetLogLevel(cfg->log_level);
   return RunEmbeddedJob(cfg.value());
 }

@@ -1,5 +1,6 @@
 #include "common/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,6 +10,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -46,12 +48,39 @@ std::string SelfExecutable() {
   return buf;
 }
 
-bool ProcessRuns(pid_t pid) {
+namespace {
+// The state letter and parent of `pid` from /proc/<pid>/stat (false when it is gone).
+// The command name before them may hold spaces and parentheses: read after the last ')'.
+bool ReadStat(pid_t pid, char* state, long* ppid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   if (!std::getline(in, stat)) return false;
-  size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z' && stat[close + 2] != 'X';
+  const size_t close = stat.rfind(')');
+  return close != std::string::npos && std::sscanf(stat.c_str() + close + 1, " %c %ld", state, ppid) == 2;
+}
+}  // namespace
+
+bool ProcessRuns(pid_t pid) {
+  char state = 0;
+  long ppid = 0;
+  return ReadStat(pid, &state, &ppid) && state != 'Z' && state != 'X';
+}
+
+std::vector<pid_t> ChildProcesses() {
+  std::vector<pid_t> out;
+  const pid_t me = ::getpid();
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    char state = 0;
+    long ppid = 0;
+    if (pid > 0 && *end == '\0' && ReadStat(static_cast<pid_t>(pid), &state, &ppid) && ppid == me)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(d);
+  return out;
 }
 
 Result<std::string> FindProgram(const std::string& name) {

@@ -48,6 +48,8 @@ ProcessExit ProcessExitFromStatus(int wait_status);
 std::string DescribeSignal(int sig);
 // True while `pid` runs (a zombie, dead but not yet reaped, counts as gone).
 bool ProcessRuns(pid_t pid);
+// The processes whose parent is this one (zombies included), from /proc.
+std::vector<pid_t> ChildProcesses();
 // The path of this executable (/proc/self/exe), for re-running it as a worker.
 std::string SelfExecutable();
 

@@ -170,8 +170,7 @@ void Agent::Impl::Do(const SignalWorker& a) {
   if (!procs_.count(a.worker) || a.pid <= 0) return;
   // A worker leads its process group (SpawnSelf): a SIGKILL takes whatever it started
   // with it (a launched program and that program's children).
-  if (a.signal == SIGKILL) ::kill(-a.pid, SIGKILL);
-  ::kill(a.pid, a.signal);
+  ::kill(a.signal == SIGKILL ? -a.pid : a.pid, a.signal);
 }
 
 void Agent::Impl::Do(const PutReport& a) {

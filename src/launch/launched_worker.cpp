@@ -1,6 +1,5 @@
 #include "launch/launched_worker.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -11,7 +10,6 @@
 #include <atomic>
 #include <deque>
 #include <cmath>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -49,30 +47,6 @@ constexpr const char* kLeftWhileWaiting = "left while waiting for rank 0's addre
 
 std::atomic<bool> g_preempted{false};
 
-// The pids whose parent is this process (programs, and what finished programs left).
-std::vector<pid_t> OwnChildren() {
-  std::vector<pid_t> out;
-  const pid_t me = ::getpid();
-  DIR* d = ::opendir("/proc");
-  if (!d) return out;
-  while (dirent* e = ::readdir(d)) {
-    char* end = nullptr;
-    const long pid = std::strtol(e->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0') continue;
-    std::ifstream in(fmt::format("/proc/{}/stat", pid));
-    std::string stat;
-    if (!std::getline(in, stat)) continue;
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == me)
-      out.push_back(static_cast<pid_t>(pid));
-  }
-  ::closedir(d);
-  return out;
-}
-
 class LaunchedWorker {
  public:
   LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg, std::vector<std::string> program)
@@ -87,7 +61,6 @@ class LaunchedWorker {
   struct Program {
     pid_t pid = -1;
     std::unique_ptr<Channel> ch;
-    bool spare = false;       // started ahead of need, not yet given a rank
     double started = 0;       // wall seconds (for a spare: when it got its rank)
     bool connected = false;   // said hello
     bool ch_open = true;      // its channel is read (false after end of file or an oversized line)
@@ -110,6 +83,8 @@ class LaunchedWorker {
     double kill_at = 0;       // > 0: SIGKILL then (unless sent)
     bool term_sent = false, kill_sent = false;
     bool aborted = false;
+    // The step it began from: the one before its first reported step (-1: none reported).
+    int64_t StartStep() const { return first_step >= 0 ? std::max<int64_t>(first_step - 1, 0) : -1; }
   };
 
   void Send(const WorkerMessage& m) { (void)agent_->Send(ToJson(m)); }
@@ -136,6 +111,7 @@ class LaunchedWorker {
   void TickIfDue(double now);
   void SweepOrphans();
   void SendControl();
+  bool NotePeriodChange(const std::optional<CheckpointPeriodChange>& change);
   void KillAll();
 
   Channel* agent_;
@@ -181,7 +157,6 @@ Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spar
   auto p = std::make_unique<Program>();
   p->pid = pid.value();
   p->ch = std::make_unique<Channel>(mine);
-  p->spare = spare;
   p->last_msg = p->started = WallSeconds();
   LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, spare ? "spare" : "program", program_[0], p->pid);
   return p;
@@ -251,7 +226,6 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
     Status st = spare_->ch->Send(AssignToProgram(env));
     if (st.ok()) {
       g.prog = std::move(spare_);
-      g.prog->spare = false;
       g.prog->from_spare = true;
       g.prog->started = WallSeconds();
       LOG_INFO("worker {}: generation {}: rank {} of {} to the warm spare (pid {})", job_.worker_id, a.generation,
@@ -288,18 +262,25 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
       LOG_WARN("worker {}: {}", job_.worker_id, st.message());
   }
   gen_ = std::move(g);
-  if (cfg_.checkpoint_period_auto) {
-    auto change = tuner_.OnGenerationStart(a.failures, WallSeconds() - a.job_started_at);
-    if (change && a.rank == 0)
-      events_.Emit("checkpoint_period_changed", {{"from", change->from}, {"to", change->to},
-                                                 {"failures", change->failures}, {"mtti_seconds", change->mtti_seconds},
-                                                 {"reason", change->reason}});
-  }
+  if (cfg_.checkpoint_period_auto)
+    NotePeriodChange(tuner_.OnGenerationStart(a.failures, WallSeconds() - a.job_started_at));
   SendControl();
   // The next spare starts once this generation trains (its first step report), or
   // kSpareDelaySeconds from now, or when the generation ends: its imports must not
   // compete with the recovery it is meant to speed up.
   spare_due_ = WallSeconds() + kSpareDelaySeconds;
+}
+
+// checkpoint_period=auto moved the period: rank 0 records it (the caller tells the
+// program). True when it moved.
+bool LaunchedWorker::NotePeriodChange(const std::optional<CheckpointPeriodChange>& change) {
+  if (!change || !gen_) return false;
+  if (gen_->a.rank == 0)
+    events_.Emit("checkpoint_period_changed",
+                 {{"from", change->from}, {"to", change->to}, {"failures", change->failures},
+                  {"mtti_seconds", change->mtti_seconds}, {"stall_seconds", change->stall_seconds},
+                  {"step_seconds", change->step_seconds}, {"reason", change->reason}});
+  return true;
 }
 
 void LaunchedWorker::SendControl() {
@@ -346,12 +327,9 @@ void LaunchedWorker::Take(const AssignMessage& m) {
   if (gen_) {  // a newer generation ends whatever older one still runs
     gen_->aborted = true;
     if (gen_->prog) Signal(*gen_->prog, SIGKILL, "a newer generation was planned");
-    Reap();
-    if (gen_) {  // still there: wait for it below
-      for (int i = 0; i < 100 && gen_; ++i) {
-        ::usleep(10000);
-        Reap();
-      }
+    for (int i = 0; i < 100 && gen_; ++i) {  // SIGKILL: gone within a second
+      Reap();
+      if (gen_) ::usleep(10000);
     }
   }
   StartGeneration(m);
@@ -443,8 +421,7 @@ void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
     }
     g.last_step = s->step;
     g.last_step_time = now;
-    const int64_t start = std::max<int64_t>(g.first_step - 1, 0);
-    Send(StepMessage{g.a.generation, s->step, start, std::isnan(s->loss) ? 0.0 : s->loss, secs, now});
+    Send(StepMessage{g.a.generation, s->step, g.StartStep(), std::isnan(s->loss) ? 0.0 : s->loss, secs, now});
     if (g.a.rank == 0 && (s->step % cfg_.log_period == 0 || s->step == g.first_step)) {
       nlohmann::json r = {{"step", s->step}, {"step_time", secs}, {"generation", g.a.generation},
                           {"world_size", g.a.world}, {"time", now}};
@@ -463,15 +440,8 @@ void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
       const double mean = g.last_step > g.first_step && g.first_step >= 0
                               ? (g.last_step_time - g.started) / static_cast<double>(g.last_step - g.first_step + 1)
                               : 0;
-      auto change = tuner_.OnSaveMeasured(c->seconds, mean, WallSeconds() - g.a.job_started_at);
-      if (change) {
-        if (g.a.rank == 0)
-          events_.Emit("checkpoint_period_changed",
-                       {{"from", change->from}, {"to", change->to}, {"failures", change->failures},
-                        {"mtti_seconds", change->mtti_seconds}, {"stall_seconds", change->stall_seconds},
-                        {"step_seconds", change->step_seconds}, {"reason", change->reason}});
+      if (NotePeriodChange(tuner_.OnSaveMeasured(c->seconds, mean, WallSeconds() - g.a.job_started_at)))
         SendControl();
-      }
     }
   }
 }
@@ -525,7 +495,7 @@ void LaunchedWorker::EndGeneration() {
   EndedMessage ended;
   ended.generation = g.a.generation;
   ended.stop_reasons = g.stop_reasons;
-  ended.start_step = g.first_step >= 0 ? std::max<int64_t>(g.first_step - 1, 0) : -1;
+  ended.start_step = g.StartStep();
   ended.step = g.last_step;
   ended.leaving = g_preempted.load();
   const std::string what = fmt::format("program {} (pid {}) {}", program_[0], g.prog->pid, e.Describe());
@@ -594,7 +564,7 @@ void LaunchedWorker::SweepOrphans() {
   std::set<pid_t> keep;
   if (gen_ && gen_->prog && !gen_->prog->exited) keep.insert(gen_->prog->pid);
   if (spare_) keep.insert(spare_->pid);
-  for (pid_t pid : OwnChildren())
+  for (pid_t pid : ChildProcesses())
     if (!keep.count(pid)) {
       LOG_INFO("worker {}: killing pid {}, left behind by a finished program", job_.worker_id, pid);
       ::kill(pid, SIGKILL);
@@ -604,7 +574,7 @@ void LaunchedWorker::SweepOrphans() {
 void LaunchedWorker::KillAll() {
   if (gen_ && gen_->prog) Signal(*gen_->prog, SIGKILL, "the worker leaves");
   if (spare_) Signal(*spare_, SIGKILL, "the worker leaves");
-  for (pid_t pid : OwnChildren()) ::kill(pid, SIGKILL);
+  for (pid_t pid : ChildProcesses()) ::kill(pid, SIGKILL);
   // Reap them all (they die at once: SIGKILL), a second at most.
   for (int i = 0; i < 100; ++i) {
     int status = 0;

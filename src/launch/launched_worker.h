@@ -21,7 +21,7 @@
 //
 // warm_spares: a spare program is started ahead of need and waits in the module's
 // wait_for_assignment(); a generation hands the rank to it (an `assign` line) instead
-// of starting a cold process, and a new spare is started at once.
+// of starting a cold process, and the next spare starts once that generation trains.
 //
 // Processes: programs run in this worker's process group (so an agent's SIGKILL to the
 // group ends the whole tree) and die with it (PR_SET_PDEATHSIG). The worker is a child
