@@ -21,6 +21,7 @@
 #include <mutex>
 #include <vector>
 
+#include "comm/gloo_abort.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -169,10 +170,37 @@ std::string Sized(const char* op, size_t n) { return std::string(op) + "(n=" + s
 
 ProcessGroup::ProcessGroup(std::string prefix, int rank, int size, GroupOptions opt,
                            std::shared_ptr<gloo::Context> ctx)
-    : prefix_(std::move(prefix)), rank_(rank), size_(size), opt_(std::move(opt)), ctx_(std::move(ctx)) {}
+    : prefix_(std::move(prefix)), rank_(rank), size_(size), opt_(std::move(opt)), ctx_(std::move(ctx)) {
+  if (ctx_ && opt_.cancelled) watcher_ = std::thread([this] { WatchForCancel(); });
+}
 
-// gloo::Context's destructor closes the pairs; the device outlives it if shared.
-ProcessGroup::~ProcessGroup() = default;
+// gloo::Context's destructor closes the pairs; the device outlives it if shared. The
+// watcher touches the pairs, so it stops first.
+ProcessGroup::~ProcessGroup() { StopWatcher(); }
+
+void ProcessGroup::WatchForCancel() {
+  std::unique_lock<std::mutex> lock(watcher_mu_);
+  while (!watcher_stop_) {
+    if (opt_.cancelled()) {
+      cancelled_ = true;
+      const std::string why = "group '" + prefix_ + "' cancelled: the generation was aborted";
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) FailGlooPair(ctx_->getPair(r).get(), why);
+      return;
+    }
+    watcher_cv_.wait_for(lock, kCancelPoll, [this] { return watcher_stop_; });
+  }
+}
+
+void ProcessGroup::StopWatcher() {
+  if (!watcher_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(watcher_mu_);
+    watcher_stop_ = true;
+  }
+  watcher_cv_.notify_all();
+  watcher_.join();
+}
 
 Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     std::shared_ptr<gloo::rendezvous::Store> store, const std::string& prefix, int rank,
@@ -275,6 +303,9 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
     } catch (const std::exception&) {  // a broken probe must not hide the real error
     }
   }
+  // A peer's watcher may close the connection before ours fires: say why either way.
+  const bool cancelled = cancelled_ || (opt_.cancelled && opt_.cancelled());
+  if (cancelled && what.find("cancelled") == std::string::npos) msg += "; the group was cancelled (generation aborted)";
   first_error_ = msg;
   // Reset our connections so that ranks still waiting on us (or on a neighbour of the
   // lost peer) fail now instead of at their own timeout: a ring only notices the death of
@@ -285,6 +316,7 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
     LOG_DEBUG("comm: closing connections of '{}': {}", prefix_, e.what());
   }
   LOG_WARN("comm: {}", msg);
+  if (cancelled) return Status::Unavailable(msg);
   if (MentionsTimeout(what)) return Status::DeadlineExceeded(msg);
   if (io_error) return Status::Unavailable(msg);
   return Status::Internal(msg);

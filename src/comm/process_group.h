@@ -16,12 +16,16 @@
 // caller ends the generation and connects a fresh group under a new prefix.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "common/status.h"
 
@@ -37,6 +41,8 @@ namespace elastrain {
 // collective_timeout's default: long enough for a slow first step or a checkpoint
 // barrier on a loaded machine, short enough that a stalled peer ends the generation.
 inline constexpr std::chrono::milliseconds kDefaultCollectiveTimeout{60000};
+// How often a group looks at GroupOptions::cancelled.
+inline constexpr std::chrono::milliseconds kCancelPoll{50};
 
 struct GroupOptions {
   // Bound on every collective, end to end, and on each phase of Connect: all store waits
@@ -53,8 +59,11 @@ struct GroupOptions {
   // names the lost peer rather than only the neighbour whose socket closed. Should
   // return quickly; "" when it knows nothing.
   std::function<std::string()> describe_lost_peers;
-  // Optional: polled (every 50 ms) while Connect waits for peers' keys; true makes it
-  // give up at once with Unavailable (e.g. the generation it would join was aborted).
+  // Optional: polled every kCancelPoll while Connect waits for peers' keys and, by a
+  // watcher thread of the group, for as long as the group lives; true makes Connect give
+  // up at once, and ends a collective already blocked on a peer (a frozen or cut-off
+  // host) within kCancelPoll with Unavailable, instead of at the timeout (e.g. the
+  // generation was aborted). Called from that thread: must be thread-safe and quick.
   std::function<bool()> cancelled;
 };
 
@@ -124,6 +133,10 @@ class ProcessGroup {
   // A fresh Gloo tag per collective, identical on every rank since all ranks issue the
   // same sequence; it keeps concurrent collectives apart once buckets overlap.
   uint32_t NextTag() { return next_tag_++; }
+  // The watcher thread: polls opt_.cancelled and, once it is true, fails every pair of the
+  // context, which wakes a collective blocked on any of them.
+  void WatchForCancel();
+  void StopWatcher();
 
   const std::string prefix_;
   const int rank_;
@@ -133,6 +146,11 @@ class ProcessGroup {
   uint32_t next_tag_ = 0;
   double busy_seconds_ = 0;
   std::string first_error_;  // set once, by the first failed collective
+  std::thread watcher_;      // runs while opt_.cancelled is set and the group has peers
+  std::mutex watcher_mu_;
+  std::condition_variable watcher_cv_;
+  bool watcher_stop_ = false;            // GUARDED_BY(watcher_mu_)
+  std::atomic<bool> cancelled_{false};   // the watcher failed the pairs
 };
 
 }  // namespace elastrain

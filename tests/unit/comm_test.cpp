@@ -396,6 +396,44 @@ void StopSelf() { raise(SIGSTOP); }
 
 // A rank killed mid-job: the survivors (including rank 0, which is not a ring neighbour
 // of rank 2) must fail on the closed connections, far sooner than the 10 s timeout.
+// An abort reaches a collective already blocked on a peer that will never answer (a
+// frozen or cut-off host): it ends within a few cancel polls, not at the 30 s timeout.
+TEST(CommProcessGroup, CancelEndsABlockedCollective) {
+  auto store = std::make_shared<gloo::rendezvous::HashStore>();
+  std::atomic<bool> cancel{false};
+  GroupOptions opt = Opts(milliseconds(30000));
+  opt.cancelled = [&] { return cancel.load(); };
+  std::atomic<int> done{0};
+  std::vector<Status> st(2);
+  std::vector<long long> ms(2);
+  const auto cancel_at = std::make_shared<Clock::time_point>();
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(milliseconds(300));
+    *cancel_at = Clock::now();
+    cancel = true;
+  });
+  RunRanks(store, "cancel", 3, opt, [&](int rank, ProcessGroup& pg) {
+    if (rank == 2) {  // connected, then silent (bounded, in case the others hang)
+      const auto start = Clock::now();
+      while (done.load() < 2 && MsSince(start) < 20000) std::this_thread::sleep_for(milliseconds(5));
+      return;
+    }
+    std::vector<float> x(1000, 1.0f);
+    st[rank] = pg.AllReduceSum(x.data(), x.size());
+    ms[rank] = MsSince(*cancel_at);
+    EXPECT_EQ(pg.Barrier().code(), StatusCode::kFailedPrecondition);
+    done.fetch_add(1);
+  });
+  canceller.join();
+  for (int r = 0; r < 2; ++r) {
+    std::cout << "[ measured ] cancelled collective: rank " << r << " ended " << ms[r]
+              << " ms after the cancel (timeout 30000 ms): " << st[r].ToString().substr(0, 160) << "\n";
+    EXPECT_EQ(st[r].code(), StatusCode::kUnavailable) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("cancelled"), std::string::npos) << st[r].ToString();
+    EXPECT_LT(ms[r], 2000) << "the abort must end the blocked collective, expected ~" << kCancelPoll.count() << " ms";
+  }
+}
+
 TEST(CommProcessGroup, DeadPeerProcessFailsFast) {
   int sig = 0;
   auto reports = RunForkedRanks(4, 2, milliseconds(10000), &KillSelf, &sig);
