@@ -11,6 +11,7 @@
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url;
 // which URL and token they use: cli/api_client.h.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -180,6 +181,13 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("agent", store.status());
   opt.worker_env = StoreCredentialsEnv(store_opt);  // the workers open the rendezvous store too
+  // Renewals get a handle of their own whose requests give up within about lease/8, so
+  // that a cut-off agent still fences in time (elastic/lease_keeper.h).
+  StoreOptions lease_opt = store_opt;
+  lease_opt.request_timeout = std::clamp(opt.lease_ttl / 8, std::chrono::milliseconds(100), store_opt.request_timeout);
+  auto lease_store = OpenStore(store_url, lease_opt);
+  if (!lease_store.ok()) return FailCommand("agent", lease_store.status());
+  opt.lease_store = lease_store.value();
   Agent agent(store.value(), opt);
   Result<AgentEnd> end = Status::Internal("the agent did not run");
   {

@@ -25,6 +25,7 @@
 #include "common/process.h"
 #include "config/config.h"
 #include "elastic/agent_machine.h"
+#include "elastic/lease_keeper.h"
 #include "wire/channel.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"
@@ -68,15 +69,30 @@ struct JobKeys {
 
 class Agent::Impl {
  public:
-  explicit Impl(Agent* owner) : a_(owner), store_(*owner->store_), opt_(owner->opt_) {}
-  ~Impl() { StopWatcher(); }
+  explicit Impl(Agent* owner)
+      : a_(owner),
+        store_(*owner->store_),
+        opt_(owner->opt_),
+        lease_store_(opt_.lease_store ? *opt_.lease_store : store_),
+        keeper_(opt_.lease_ttl, {[this] { return lease_store_.KeepAlive(lease_.load()); },
+                                 [this](const std::string& why) { Fence(why); },
+                                 [this] {
+                                   lease_lost_ = true;
+                                   a_->wake_.Notify();
+                                 }}) {}
+  ~Impl() {
+    keeper_.Stop();
+    StopWatcher();
+  }
   Result<AgentEnd> Run();
 
  private:
   Status Register();
-  void KeepAliveIfDue();
-  // How long the loop may sleep: until the next keep-alive, at most kAgentIdleWait.
-  milliseconds IdleWait() const;
+  // The lease keeper's verdict (elastic/lease_keeper.h): SIGKILL every worker's process
+  // group now, from the keeper's thread, whatever the loop is blocked in.
+  void Fence(const std::string& why);
+  // After the keeper found the lease gone: register again (fresh capacity), retrying.
+  void RegisterAgainIfLost();
   Status PutAgentInfo(int slots, bool preempting);
   Status SyncWithStore();
   Result<JobKeys> ReadJobKeys();
@@ -108,8 +124,13 @@ class Agent::Impl {
   AgentOptions opt_;
   std::unique_ptr<AgentMachine> machine_;
   std::map<std::string, Proc> procs_;  // live workers, by id
-  LeaseId lease_ = 0;
-  Clock::time_point last_keepalive_;
+  std::atomic<LeaseId> lease_{0};
+  Store& lease_store_;  // renewals, bounded by a short request timeout
+  LeaseKeeper keeper_;
+  std::atomic<bool> lease_lost_{false};
+  Clock::time_point next_register_try_;
+  std::mutex fence_mu_;
+  std::map<std::string, int> fence_pids_;  // GUARDED_BY(fence_mu_): procs_'s pids, for Fence
   Clock::time_point last_sync_;
   int64_t seen_revision_ = -1;
   std::atomic<bool> store_changed_{true};  // set by the watcher, taken by the loop
@@ -155,6 +176,10 @@ void Agent::Impl::Do(const SpawnWorker& a) {
     return;
   }
   procs_[a.worker] = Proc{pid.value(), std::make_unique<Channel>(mine)};
+  {
+    std::lock_guard<std::mutex> lock(fence_mu_);
+    fence_pids_[a.worker] = pid.value();
+  }
   Feed(WorkerSpawned{a.worker, pid.value()});
 }
 
@@ -196,8 +221,10 @@ Status Agent::Impl::PutAgentInfo(int slots, bool preempting) {
 }
 
 Status Agent::Impl::Register() {
-  ELASTRAIN_ASSIGN_OR_RETURN(lease_, store_.GrantLease(opt_.lease_ttl));
-  last_keepalive_ = Clock::now();
+  const Clock::time_point asked = Clock::now();
+  ELASTRAIN_ASSIGN_OR_RETURN(LeaseId lease, store_.GrantLease(opt_.lease_ttl));
+  lease_ = lease;
+  keeper_.Start(asked);
   const int slots = machine_->preempting() ? 0 : machine_->LiveSlots();
   ELASTRAIN_RETURN_IF_ERROR(PutAgentInfo(slots, machine_->preempting()));
   Feed(Registered{});
@@ -206,23 +233,24 @@ Status Agent::Impl::Register() {
   return Status::OK();
 }
 
-milliseconds Agent::Impl::IdleWait() const {
-  const auto keepalive_due = last_keepalive_ + opt_.lease_ttl / 3;
-  const auto left = std::chrono::duration_cast<milliseconds>(keepalive_due - Clock::now());
-  return std::clamp(left, milliseconds(0), kAgentIdleWait);
+void Agent::Impl::Fence(const std::string& why) {
+  std::lock_guard<std::mutex> lock(fence_mu_);
+  LOG_ERROR("agent {}: self-fencing: {}; killing its {} worker(s) so that none outlives this agent's lease", opt_.id,
+            why, fence_pids_.size());
+  for (const auto& [id, pid] : fence_pids_)
+    if (pid > 0) ::kill(-pid, SIGKILL);  // each leads its process group (SpawnSelf)
 }
 
-void Agent::Impl::KeepAliveIfDue() {
-  if (Clock::now() - last_keepalive_ < opt_.lease_ttl / 3) return;
-  last_keepalive_ = Clock::now();
-  Status st = store_.KeepAlive(lease_);
-  if (st.code() == StatusCode::kNotFound) {
-    LOG_WARN("agent {}: lease expired (was this process stalled?); registering again; the controller may have "
-             "written off the workers of this host",
-             opt_.id);
-    st = Register();
+void Agent::Impl::RegisterAgainIfLost() {
+  if (!lease_lost_ || Clock::now() < next_register_try_) return;
+  LOG_WARN("agent {}: its lease expired; registering again (its slots come back as new capacity)", opt_.id);
+  Status st = Register();
+  if (st.ok()) {
+    lease_lost_ = false;
+    return;
   }
-  if (!st.ok()) LOG_WARN("agent {}: keep-alive failed: {}", opt_.id, st.message());
+  LOG_WARN("agent {}: cannot register again yet: {}", opt_.id, st.message());
+  next_register_try_ = Clock::now() + opt_.lease_ttl / 4;
 }
 
 // ---------------------------------------------------------------- workers
@@ -274,6 +302,10 @@ void Agent::Impl::Exited(const std::string& id, const ProcessExit& e) {
   // Whatever is left of its process group (a launched program it started) goes with it.
   if (auto it = procs_.find(id); it != procs_.end() && it->second.pid > 0) ::kill(-it->second.pid, SIGKILL);
   procs_.erase(id);
+  {
+    std::lock_guard<std::mutex> lock(fence_mu_);
+    fence_pids_.erase(id);
+  }
   Feed(WorkerExited{id, e});
 }
 
@@ -395,7 +427,7 @@ Result<AgentEnd> Agent::Impl::Run() {
       preempt_fed = true;
       Feed(PreemptionNotice{});
     }
-    PollChannels(IdleWait());
+    PollChannels(kAgentIdleWait);
     ReapExits();
     if (store_changed_.exchange(false) || Clock::now() - last_sync_ >= kStoreResync) {
       last_sync_ = Clock::now();
@@ -403,12 +435,13 @@ Result<AgentEnd> Agent::Impl::Run() {
       if (!st.ok() && st.message() != last_store_error_) LOG_WARN("agent {}: {}", opt_.id, st.message());
       last_store_error_ = st.ok() ? "" : st.message();
     }
-    KeepAliveIfDue();
+    RegisterAgainIfLost();
     Feed(Tick{});
   }
   // Revoking the lease removes this agent's keys: a change, which ends the watcher's
   // wait at once rather than at its timeout.
   TellWatcherToStop();
+  keeper_.Stop();
   (void)store_.RevokeLease(lease_);
   StopWatcher();
   LOG_INFO("agent {}: stopped", opt_.id);

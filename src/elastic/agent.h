@@ -21,8 +21,12 @@
 // Waiting costs nothing: Run() blocks in one poll() on the workers' channels and a
 // wake-up fd, which a second thread notifies whenever the store's revision moves (it
 // blocks in Store::WaitForChange: a condition variable in memory, a watch on etcd);
-// otherwise it wakes for its own deadlines (lease keep-alive, the machine's Tick) at
-// most every kAgentIdleWait.
+// otherwise it wakes for the machine's Tick at most every kAgentIdleWait.
+//
+// Self-fencing: a third thread keeps the lease alive (elastic/lease_keeper.h). When it
+// cannot renew for 3/4 of the lease time it SIGKILLs every worker (a cut-off host's
+// workers never outlive its registration); when the lease is gone the agent registers
+// again with a new one, its slots fresh capacity.
 //
 // Threading: Run() owns all state and must stay on the thread that spawns the workers
 // (PR_SET_PDEATHSIG is tied to that thread). Preempt() and RequestStop() may be called
@@ -59,6 +63,9 @@ struct AgentOptions {
   // Added to every worker's environment (a launch's own entries win): the store's
   // credentials, ELASTRAIN_ETCD_*, so that workers reach an etcds:// rendezvous.
   std::map<std::string, std::string> worker_env;
+  // The store handle lease renewals use; null: the main one. Give it a request timeout of
+  // about lease_ttl / 8 (LeaseKeeper's timing); the main one keeps its longer timeout.
+  std::shared_ptr<Store> lease_store;
 };
 
 // How Run ended.

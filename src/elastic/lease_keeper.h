@@ -1,0 +1,72 @@
+// Keeps an agent's lease alive from a thread of its own, and fences the agent when it
+// cannot: like a kubelet that loses its API server, an agent that has not renewed its
+// lease for kSelfFenceFraction of the lease time kills its workers itself, before the
+// store can expire the lease and the controller hand their ranks to someone else. A
+// worker cut off with its host therefore never outlives its agent's registration.
+//
+// Timing (lease time L): a renewal every L/4; a failed one is retried every L/8; the
+// renewal call itself must be bounded by about L/8 (the agent gives it a store handle of
+// its own with that request timeout). The store expires the lease no earlier than L after
+// the last successful renewal was *sent*, and the keeper fences 3L/4 after that send, so
+// the workers are dead (SIGKILL) before the lease can expire, whatever the network did.
+// A renewal answered "lease not found" (it expired: the process stalled, or the cut
+// outlasted L) fences at once and reports the loss, so that the agent registers again
+// with a fresh lease: its slots come back as new capacity, never as members of the
+// generation they were fenced out of.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/status.h"
+
+namespace elastrain {
+
+inline constexpr double kSelfFenceFraction = 0.75;
+
+// When an agent whose last successful renewal was sent at `renewed_at` must fence.
+inline std::chrono::steady_clock::time_point SelfFenceDeadline(std::chrono::steady_clock::time_point renewed_at,
+                                                               std::chrono::milliseconds lease_ttl) {
+  return renewed_at + std::chrono::duration_cast<std::chrono::milliseconds>(lease_ttl * kSelfFenceFraction);
+}
+
+class LeaseKeeper {
+ public:
+  struct Hooks {
+    // Renews the lease once (bounded): OK, NotFound (expired) or another error.
+    std::function<Status()> renew;
+    // Kill the workers now. Called on the keeper's thread; must be thread-safe.
+    std::function<void(const std::string& why)> fence;
+    // The lease is gone (after fence): register again. Called on the keeper's thread.
+    std::function<void()> lost;
+  };
+  LeaseKeeper(std::chrono::milliseconds lease_ttl, Hooks hooks);
+  ~LeaseKeeper();  // Stop()
+  LeaseKeeper(const LeaseKeeper&) = delete;
+  LeaseKeeper& operator=(const LeaseKeeper&) = delete;
+
+  // (Re)starts renewing, counting from `renewed_at` (when the lease was granted).
+  void Start(std::chrono::steady_clock::time_point renewed_at);
+  void Stop();
+  // True from a fence until the next Start or successful renewal.
+  bool fenced() const { return fenced_; }
+
+ private:
+  void Run();
+
+  const std::chrono::milliseconds ttl_;
+  const Hooks hooks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool running_ = false, stop_ = false;                   // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point renewed_at_;      // GUARDED_BY(mu_)
+  uint64_t epoch_ = 0;  // GUARDED_BY(mu_): bumped by Start, so a renewal of the old lease is ignored
+  std::atomic<bool> fenced_{false};
+  std::thread thread_;
+};
+
+}  // namespace elastrain

@@ -1,0 +1,95 @@
+// The agent's lease keeper (elastic/lease_keeper.h): renewals, self-fencing before the
+// lease could expire, and the lost lease that makes the agent register again.
+#include "elastic/lease_keeper.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "test_wait.h"
+
+namespace elastrain {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kTtl{1600};
+
+struct Recorder {
+  std::atomic<int> renewals{0}, fences{0}, losses{0};
+  std::atomic<int> mode{0};  // 0: renewals succeed, 1: unreachable, 2: lease not found
+  std::mutex mu;
+  Clock::time_point last_ok_sent, fenced_at;
+  LeaseKeeper::Hooks Hooks() {
+    return {[this]() -> Status {
+              const auto sent = Clock::now();
+              ++renewals;
+              if (mode == 1) return Status::Unavailable("cut off");
+              if (mode == 2) return Status::NotFound("lease not found");
+              std::lock_guard<std::mutex> lock(mu);
+              last_ok_sent = sent;
+              return Status::OK();
+            },
+            [this](const std::string&) {
+              std::lock_guard<std::mutex> lock(mu);
+              fenced_at = Clock::now();
+              ++fences;
+            },
+            [this] { ++losses; }};
+  }
+};
+
+TEST(LeaseKeeper, RenewsAndNeverFencesWhileTheStoreAnswers) {
+  Recorder r;
+  LeaseKeeper k(kTtl, r.Hooks());
+  k.Start(Clock::now());
+  std::this_thread::sleep_for(kTtl * 3);
+  k.Stop();
+  EXPECT_EQ(r.fences, 0);
+  EXPECT_GE(r.renewals, 3) << "a renewal every ttl/4";
+  EXPECT_FALSE(k.fenced());
+}
+
+TEST(LeaseKeeper, FencesBeforeTheLeaseCouldExpireWhenCutOff) {
+  Recorder r;
+  LeaseKeeper k(kTtl, r.Hooks());
+  k.Start(Clock::now());
+  std::this_thread::sleep_for(kTtl);
+  r.mode = 1;
+  ASSERT_TRUE(WaitUntil([&] { return r.fences.load() > 0; }, milliseconds(5000)));
+  k.Stop();
+  const auto ms = std::chrono::duration_cast<milliseconds>(r.fenced_at - r.last_ok_sent).count();
+  std::cout << "[ measured ] fenced " << ms << " ms after the last successful renewal was sent (lease "
+            << kTtl.count() << " ms)\n";
+  EXPECT_GE(ms, kTtl.count() * 3 / 4 - 5);
+  EXPECT_LT(ms, kTtl.count()) << "the workers must be dead before the store can expire the lease";
+  EXPECT_EQ(r.fences, 1) << "one fence per outage";
+  EXPECT_EQ(r.losses, 0) << "cut off is not lost: the lease may still be alive";
+  EXPECT_TRUE(k.fenced());
+}
+
+TEST(LeaseKeeper, AnExpiredLeaseFencesAtOnceAndAsksToRegisterAgain) {
+  Recorder r;
+  LeaseKeeper k(kTtl, r.Hooks());
+  k.Start(Clock::now());
+  r.mode = 2;
+  ASSERT_TRUE(WaitUntil([&] { return r.losses.load() > 0; }, milliseconds(5000)));
+  EXPECT_EQ(r.fences, 1);
+  const int renewals = r.renewals;
+  std::this_thread::sleep_for(kTtl);
+  EXPECT_EQ(r.renewals, renewals) << "no renewal of a lease that is gone";
+  r.mode = 0;
+  k.Start(Clock::now());  // registered again with a new lease
+  EXPECT_FALSE(k.fenced());
+  ASSERT_TRUE(WaitUntil([&] { return r.renewals.load() > renewals; }, milliseconds(5000)));
+  k.Stop();
+  EXPECT_EQ(r.fences, 1);
+}
+
+}  // namespace
+}  // namespace elastrain
