@@ -25,4 +25,9 @@ void EventLog::Emit(const std::string& event, nlohmann::json fields) {
   if (!st.ok()) LOG_WARN("event log: {}", st.message());
 }
 
+void EventLog::set_fence(std::function<Status()> fence) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out_.set_fence(std::move(fence));
+}
+
 }  // namespace elastrain

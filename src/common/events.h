@@ -19,6 +19,8 @@ class EventLog {
   Status Open(const std::string& path);
   // Logs `fields` + {"time", "event"}; failures to write are logged, not returned.
   void Emit(const std::string& event, nlohmann::json fields = nlohmann::json::object());
+  // MetricsWriter::set_fence, for the events of a worker of a generation that may be stale.
+  void set_fence(std::function<Status()> fence);
 
  private:
   std::mutex mu_;

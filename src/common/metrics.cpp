@@ -29,7 +29,29 @@ Status MetricsWriter::Open(const std::string& path, bool append) {
 
 Status MetricsWriter::Write(const nlohmann::json& record) {
   if (fd_ < 0) return Status::FailedPrecondition("metrics writer is not open");
-  const std::string line = record.dump() + "\n";
+  std::string line = record.dump() + "\n";
+  if (fenced_out_) return Status::FailedPrecondition(path_ + ": fenced out earlier: not written");
+  if (fence_) {
+    Status may = fence_();
+    if (may.code() == StatusCode::kFailedPrecondition) {
+      fenced_out_ = true;
+      held_.clear();
+      return Status::FailedPrecondition(path_ + ": not written: " + may.message());
+    }
+    if (!may.ok()) {
+      if (held_.size() >= kMaxHeldLines) held_.pop_front();
+      held_.push_back(std::move(line));
+      return Status::OK();
+    }
+    while (!held_.empty()) {
+      ELASTRAIN_RETURN_IF_ERROR(Append(held_.front()));
+      held_.pop_front();
+    }
+  }
+  return Append(line);
+}
+
+Status MetricsWriter::Append(const std::string& line) {
   // One write(2) per line on an O_APPEND descriptor: lines of several processes
   // appending to one file (the controller's and the chief's events) never interleave.
   ssize_t n;

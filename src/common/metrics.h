@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdio>
+#include <deque>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,10 +24,25 @@ class MetricsWriter {
   // Appends one line with a single write(2), so a crash loses at most that line and
   // several processes may append to the same file.
   Status Write(const nlohmann::json& record);
+  // Fencing (a worker of a generation that may be stale, docs/elastic.md): every Write
+  // first asks `fence` whether this process may still write to the shared file.
+  //   OK                  write any held lines, in order, then this one;
+  //   FailedPrecondition  never again (a newer generation owns the file): the line and
+  //                       the held ones are dropped, and Write returns the error;
+  //   anything else       (the store cannot be reached) hold the line, in order, for a
+  //                       later Write whose fence says OK; Write returns OK. At most
+  //                       kMaxHeldLines are held (the oldest go first).
+  void set_fence(std::function<Status()> fence) { fence_ = std::move(fence); }
+  size_t held_lines() const { return held_.size(); }
+  static constexpr size_t kMaxHeldLines = 4096;
 
  private:
+  Status Append(const std::string& line);
   std::string path_;
   int fd_ = -1;
+  std::function<Status()> fence_;
+  std::deque<std::string> held_;
+  bool fenced_out_ = false;
 };
 
 // "step 12/300 | loss 4.1234 | 12.3k tok/s | ETA 1m23s", redrawn in place on a

@@ -21,7 +21,10 @@ void LeaseKeeper::Start(Clock::time_point renewed_at) {
   running_ = true;
   ++epoch_;
   fenced_ = false;
-  if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+  if (!renewer_.joinable()) {
+    renewer_ = std::thread([this] { Renew(); });
+    watchdog_ = std::thread([this] { Watchdog(); });
+  }
   cv_.notify_all();
 }
 
@@ -31,34 +34,40 @@ void LeaseKeeper::Stop() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (renewer_.joinable()) renewer_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
-void LeaseKeeper::Run() {
-  const milliseconds period = std::max(ttl_ / 4, milliseconds(1));
-  const milliseconds retry = std::max(ttl_ / 8, milliseconds(1));
-  // Wakes at least this often to check the fence deadline.
+void LeaseKeeper::FenceOnce(const std::string& why) {
+  if (!fenced_.exchange(true)) hooks_.fence(why);
+}
+
+void LeaseKeeper::Watchdog() {
   const milliseconds slice = std::clamp(ttl_ / 20, milliseconds(1), milliseconds(50));
-  Clock::time_point next_try = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
-    if (!running_) {
-      cv_.wait(lock, [this] { return stop_ || running_; });
-      next_try = Clock::now() + period;
-      continue;
-    }
     const Clock::time_point now = Clock::now();
-    if (!fenced_ && now >= SelfFenceDeadline(renewed_at_, ttl_)) {
-      fenced_ = true;
+    if (running_ && !fenced_ && now >= SelfFenceDeadline(renewed_at_, ttl_)) {
       const std::string why = fmt::format("no lease renewal for {} ms (lease {} ms)",
           std::chrono::duration_cast<milliseconds>(now - renewed_at_).count(), ttl_.count());
       lock.unlock();
-      hooks_.fence(why);
+      FenceOnce(why);
       lock.lock();
       continue;
     }
-    if (now < next_try) {
-      cv_.wait_until(lock, std::min(next_try, now + slice));
+    cv_.wait_for(lock, slice);
+  }
+}
+
+void LeaseKeeper::Renew() {
+  const milliseconds period = std::max(ttl_ / 4, milliseconds(1));
+  const milliseconds retry = std::max(ttl_ / 8, milliseconds(1));
+  Clock::time_point next_try = Clock::now() + period;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    if (!running_ || Clock::now() < next_try) {
+      if (!running_) next_try = Clock::now() + period;
+      cv_.wait_until(lock, running_ ? next_try : Clock::now() + period);
       continue;
     }
     const uint64_t epoch = epoch_;
@@ -73,9 +82,8 @@ void LeaseKeeper::Run() {
       next_try = sent + period;
     } else if (st.code() == StatusCode::kNotFound) {
       running_ = false;  // until the agent registers again
-      const bool already = fenced_.exchange(true);
       lock.unlock();
-      if (!already) hooks_.fence("the lease expired: " + st.message());
+      FenceOnce("the lease expired: " + st.message());
       hooks_.lost();
       lock.lock();
     } else {

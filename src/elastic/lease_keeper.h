@@ -4,11 +4,13 @@
 // store can expire the lease and the controller hand their ranks to someone else. A
 // worker cut off with its host therefore never outlives its agent's registration.
 //
-// Timing (lease time L): a renewal every L/4; a failed one is retried every L/8; the
-// renewal call itself must be bounded by about L/8 (the agent gives it a store handle of
-// its own with that request timeout). The store expires the lease no earlier than L after
-// the last successful renewal was *sent*, and the keeper fences 3L/4 after that send, so
-// the workers are dead (SIGKILL) before the lease can expire, whatever the network did.
+// Timing (lease time L): a renewal every L/4, retried every L/8 after a failure, each
+// bounded by the store handle's request timeout (the agent gives renewals a handle of
+// their own, timeout L/2). A second thread, the watchdog, looks at the clock every
+// L/20 (at most 50 ms) whatever the renewal is blocked in. The store expires the lease
+// no earlier than L after the last successful renewal was *sent*; the watchdog fences
+// 3L/4 after that send, so the workers are dead (SIGKILL) before the lease can expire,
+// whatever the network did.
 // A renewal answered "lease not found" (it expired: the process stalled, or the cut
 // outlasted L) fences at once and reports the loss, so that the agent registers again
 // with a fresh lease: its slots come back as new capacity, never as members of the
@@ -37,11 +39,12 @@ inline std::chrono::steady_clock::time_point SelfFenceDeadline(std::chrono::stea
 class LeaseKeeper {
  public:
   struct Hooks {
-    // Renews the lease once (bounded): OK, NotFound (expired) or another error.
+    // Renews the lease once (bounded): OK, NotFound (expired) or another error. Called on
+    // the renewal thread.
     std::function<Status()> renew;
-    // Kill the workers now. Called on the keeper's thread; must be thread-safe.
+    // Kill the workers now. Called on either thread; must be thread-safe.
     std::function<void(const std::string& why)> fence;
-    // The lease is gone (after fence): register again. Called on the keeper's thread.
+    // The lease is gone (after fence): register again. Called on the renewal thread.
     std::function<void()> lost;
   };
   LeaseKeeper(std::chrono::milliseconds lease_ttl, Hooks hooks);
@@ -56,7 +59,9 @@ class LeaseKeeper {
   bool fenced() const { return fenced_; }
 
  private:
-  void Run();
+  void Renew();     // the renewal thread
+  void Watchdog();  // the fencing thread
+  void FenceOnce(const std::string& why);
 
   const std::chrono::milliseconds ttl_;
   const Hooks hooks_;
@@ -66,7 +71,7 @@ class LeaseKeeper {
   std::chrono::steady_clock::time_point renewed_at_;      // GUARDED_BY(mu_)
   uint64_t epoch_ = 0;  // GUARDED_BY(mu_): bumped by Start, so a renewal of the old lease is ignored
   std::atomic<bool> fenced_{false};
-  std::thread thread_;
+  std::thread renewer_, watchdog_;
 };
 
 }  // namespace elastrain

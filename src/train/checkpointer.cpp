@@ -292,6 +292,12 @@ Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const c
       if (!failed.ok()) break;
     }
   }
+  // A chief whose generation is no longer current (cut off, fenced out) touches nothing:
+  // a newer generation may be saving the same step into the same directory.
+  if (failed.ok() && fence_) {
+    Status may = fence_();
+    if (!may.ok()) return Status::FailedPrecondition(fmt::format("{}: not committed: {}", dir, may.message()));
+  }
   if (failed.ok()) failed = ckpt::WriteManifest(dir, m);
   if (failed.ok()) failed = ckpt::Commit(dir);
   if (!failed.ok()) {
@@ -300,6 +306,10 @@ Status Checkpointer::CommitAsChief(int64_t step, const std::string& dir, const c
     return failed;
   }
   for (int r = 0; r < mesh_.world_size(); ++r) std::filesystem::remove(ShardsJson(dir, r));
+  if (fence_) {
+    Status may = fence_();
+    if (!may.ok()) return Status::FailedPrecondition(fmt::format("{}: LATEST not switched: {}", dir, may.message()));
+  }
   ELASTRAIN_RETURN_IF_ERROR(ckpt::SetLatest(run_dir_, step));
   return ckpt::ApplyRetention(run_dir_, static_cast<int>(cfg_.max_num_checkpoints_to_keep), step);
 }

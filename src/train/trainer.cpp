@@ -95,6 +95,7 @@ Status Trainer::OpenRunDirectory() {
   ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_));
   AddLogFile(run_dir_ + "/train.log");
   ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(run_dir_ + "/config.yml", ConfigToYaml(cfg_)));
+  if (ctx_.control.still_current) events_.set_fence(ctx_.control.still_current);
   return events_.Open(run_dir_ + "/events.jsonl");
 }
 
@@ -154,6 +155,7 @@ void Trainer::MakeCheckpointer() {
   ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
                                          &events_, carried ? std::move(carried->snapshot) : nullptr);
   ckpt_->set_on_commit(ctx_.control.on_checkpoint);
+  if (ctx_.control.still_current) ckpt_->set_fence(ctx_.control.still_current);
   if (!cfg_.checkpoint_period_auto) return;
   if (carried && carried->period_tuner)
     period_tuner_ = std::move(carried->period_tuner);
@@ -218,9 +220,11 @@ Status Trainer::Restore() {
 
 // metrics.jsonl (chief), and samples/rank_<r>.jsonl with record_consumed_samples.
 Status Trainer::OpenStepLogs() {
-  if (is_chief())
+  if (is_chief()) {
     ELASTRAIN_RETURN_IF_ERROR(
         metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/start_step_ > 0 || ctx_.generation > 0));
+    if (ctx_.control.still_current) metrics_.set_fence(ctx_.control.still_current);
+  }
   if (cfg_.record_consumed_samples) {
     ELASTRAIN_RETURN_IF_ERROR(MakeDirs(run_dir_ + "/samples"));
     samples_log_ = std::make_unique<MetricsWriter>();

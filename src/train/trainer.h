@@ -60,6 +60,12 @@ struct GenerationControl {
   std::function<void(const StepReport&)> on_step;
   std::function<void(const std::string& phase)> on_phase;  // setup, restore, train, eval, checkpoint
   std::function<void(int64_t step)> on_checkpoint;          // chief: a checkpoint of `step` committed
+  // Fencing (cluster mode): OK while the store says this generation is still the job's
+  // current one; FailedPrecondition once it is not; another error when the store cannot
+  // be reached now. Asked before every write to the run's shared files (metrics and
+  // events lines, checkpoint commits), so that a worker cut off from the job changes
+  // nothing after the job moved on. Blocks up to a short store timeout; thread-safe.
+  std::function<Status()> still_current;
 };
 
 // Where a rank stands in its generation.

@@ -50,6 +50,9 @@ void OnCrash(int sig) {
 constexpr std::chrono::milliseconds kTickInterval{250};
 // How long a failed collective looks for a local peer that is exiting (describe_lost_peers).
 constexpr std::chrono::milliseconds kLostPeerGrace{100};
+// How long a fencing check (GenerationControl::still_current) may wait for the store: a
+// cut-off worker's writes are held (metrics, events) or refused (commits) after this.
+constexpr std::chrono::milliseconds kFenceRequestTimeout{500};
 // How long a fresh worker waits for its job message before giving up.
 constexpr std::chrono::milliseconds kJobMessageTimeout{60000};
 
@@ -146,6 +149,23 @@ struct Progress {
   }
 };
 
+// GenerationControl::still_current in cluster mode: the job's plan, read now, is still
+// generation `gen` of this job (the plan's rendezvous names the job).
+std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen) {
+  return [store = std::move(store), rendezvous = std::move(rendezvous), gen]() -> Status {
+    auto kv = store->Get(keys::JobPlan());
+    if (!kv.ok()) return Status::Unavailable("cannot confirm generation " + std::to_string(gen) + " is current: " +
+                                             kv.status().message());
+    Plan plan;
+    if (!kv->has_value() || !FromJson(kv->value().value, &plan).ok() || !(plan.rendezvous == rendezvous))
+      return Status::FailedPrecondition(fmt::format("generation {} is no longer current: the job's plan is gone", gen));
+    if (plan.generation != gen)
+      return Status::FailedPrecondition(
+          fmt::format("generation {} is no longer current: the job is at generation {}", gen, plan.generation));
+    return Status::OK();
+  };
+}
+
 Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg, const std::string& host) {
   WorkerContext ctx;
   ctx.rank = a.rank;
@@ -171,6 +191,9 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
         std::min(cfg.collective_timeout * 1000, static_cast<double>(kDefaultStoreRequestTimeout.count()))));
     ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> store, OpenStore(a.rendezvous.store_url, so));
     ctx.store = MakeGlooStore(store, a.rendezvous.prefix, so);
+    so.request_timeout = std::min(so.request_timeout, kFenceRequestTimeout);
+    ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> fence_store, OpenStore(a.rendezvous.store_url, so));
+    ctx.control.still_current = StillCurrent(fence_store, a.rendezvous, a.generation);
   }
   // Peers on this host whose process is gone, to name them when a collective fails.
   std::vector<std::pair<int, int>> local_peers;  // rank, pid

@@ -22,7 +22,7 @@ constexpr milliseconds kTtl{1600};
 
 struct Recorder {
   std::atomic<int> renewals{0}, fences{0}, losses{0};
-  std::atomic<int> mode{0};  // 0: renewals succeed, 1: unreachable, 2: lease not found
+  std::atomic<int> mode{0};  // 0: renewals succeed, 1: unreachable, 2: lease not found, 3: hangs (bounded)
   std::mutex mu;
   Clock::time_point last_ok_sent, fenced_at;
   LeaseKeeper::Hooks Hooks() {
@@ -30,6 +30,10 @@ struct Recorder {
               const auto sent = Clock::now();
               ++renewals;
               if (mode == 1) return Status::Unavailable("cut off");
+              if (mode == 3) {
+                std::this_thread::sleep_for(kTtl * 2);
+                return Status::DeadlineExceeded("no answer");
+              }
               if (mode == 2) return Status::NotFound("lease not found");
               std::lock_guard<std::mutex> lock(mu);
               last_ok_sent = sent;
@@ -71,6 +75,22 @@ TEST(LeaseKeeper, FencesBeforeTheLeaseCouldExpireWhenCutOff) {
   EXPECT_EQ(r.fences, 1) << "one fence per outage";
   EXPECT_EQ(r.losses, 0) << "cut off is not lost: the lease may still be alive";
   EXPECT_TRUE(k.fenced());
+}
+
+// A renewal that hangs (a half-open connection, a store timeout longer than the lease)
+// does not delay the fence: the watchdog thread keeps the clock.
+TEST(LeaseKeeper, FencesInTimeWhileARenewalHangs) {
+  Recorder r;
+  LeaseKeeper k(kTtl, r.Hooks());
+  k.Start(Clock::now());
+  std::this_thread::sleep_for(kTtl / 2);
+  r.mode = 3;
+  ASSERT_TRUE(WaitUntil([&] { return r.fences.load() > 0; }, milliseconds(5000)));
+  const auto ms = std::chrono::duration_cast<milliseconds>(r.fenced_at - r.last_ok_sent).count();
+  std::cout << "[ measured ] fenced " << ms << " ms after the last successful renewal, its successor hanging\n";
+  EXPECT_LT(ms, kTtl.count());
+  r.mode = 0;
+  k.Stop();
 }
 
 TEST(LeaseKeeper, AnExpiredLeaseFencesAtOnceAndAsksToRegisterAgain) {
