@@ -4,7 +4,7 @@
 # loss, TCP through the relay (etcd in one host, a client in another), host_kill; and
 # nothing left behind after a normal end, a `set -e` abort, SIGTERM midway, or (through
 # the next net_setup) SIGKILL.
-#   bash tests/cluster/test_netns_harness.sh PATH/TO/elastrain [scenario|abort|sigterm]
+#   bash tests/cluster/test_netns_harness.sh PATH/TO/elastrain [scenario|abort|hold]
 # Without a role it runs each role in a child bash and checks what the child left. The
 # binary itself is not run: any file will do as long as net_relay is beside it or NET_RELAY
 # names it. Exits 77 (ctest: skipped) where network namespaces cannot be made.
@@ -36,7 +36,7 @@ scenario() {
   net_setup h1 h2 h3
   pass "net_setup h1 h2 h3: $(host_ip h1), $(host_ip h2), $(host_ip h3) in namespaces ${NET_PREFIX}-*"
   if ip -4 -o addr show | grep -q " $NET_SUBNET\."; then fail "an address of $NET_SUBNET.0/24 in the root namespace"; fi
-  out=$(host_exec h1 ip -o link show | awk '{print $2}' | tr -d :@ | sed 's/if[0-9]*$//' | xargs)
+  out=$(host_exec h1 ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | xargs)
   [ "$out" = "lo eth0" ] && pass "h1 has lo and eth0 only ($out); nothing in the root namespace" ||
     fail "h1's links: $out"
 
