@@ -11,9 +11,11 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
 # harnesses (fuzz/README.md) clang with libFuzzer and the sanitizer runtimes
 # (libclang-rt-14-dev) and the OpenMP runtime clang links (libomp-dev); PyTorch for
 # /usr/bin/python3 (python3-torch, CPU) to run a torchrun script under `elastrain launch`
-# (tests/integration/test_launch_*.sh, bench/launch_recovery.sh).
+# (tests/integration/test_launch_*.sh, bench/launch_recovery.sh); ethtool and ping for the
+# multi-host harness on network namespaces (tests/cluster/README.md).
 if [ "${1:-}" = "--test" ]; then
-  PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev python3-torch)
+  PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev python3-torch
+         ethtool iputils-ping)
 fi
 missing=()
 for p in "${PKGS[@]}"; do
