@@ -63,6 +63,7 @@ void LeaseKeeper::Renew() {
   const milliseconds period = std::max(ttl_ / 4, milliseconds(1));
   const milliseconds retry = std::max(ttl_ / 8, milliseconds(1));
   Clock::time_point next_try = Clock::now() + period;
+  int failed_since_ok = 0;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     if (!running_ || Clock::now() < next_try) {
@@ -77,6 +78,8 @@ void LeaseKeeper::Renew() {
     lock.lock();
     if (epoch != epoch_) continue;  // Start() came meanwhile: a new lease
     if (st.ok()) {
+      if (failed_since_ok > 0) LOG_INFO("lease renewed again after {} failed tries", failed_since_ok);
+      failed_since_ok = 0;
       renewed_at_ = sent;
       fenced_ = false;
       next_try = sent + period;
@@ -87,10 +90,10 @@ void LeaseKeeper::Renew() {
       hooks_.lost();
       lock.lock();
     } else {
-      LOG_WARN("lease renewal failed ({} ms to self-fencing): {}",
-               std::max<int64_t>(0, std::chrono::duration_cast<milliseconds>(
-                                        SelfFenceDeadline(renewed_at_, ttl_) - Clock::now()).count()),
-               st.message());
+      // The first failure of an outage is a warning; the retries (every L/8) are not news.
+      const int64_t left = std::chrono::duration_cast<milliseconds>(SelfFenceDeadline(renewed_at_, ttl_) - Clock::now()).count();
+      if (failed_since_ok++ == 0) LOG_WARN("lease renewal failed ({} ms to self-fencing): {}", std::max<int64_t>(0, left), st.message());
+      else LOG_DEBUG("lease renewal failed again: {}", st.message());
       next_try = Clock::now() + retry;
     }
   }

@@ -1,0 +1,64 @@
+# Issue #16, Done-when 4, on emulated hosts (tests/cluster/README.md): etcd and the head on
+# host `store`, agents of 2 slots on h1 and h2 (lease 4 s), num_workers=2:4.
+#   etcd cut off for less than 3/4 of the lease: no generation change, no self-fencing,
+#     no metrics line lost (lines are held while the store cannot confirm them);
+#   etcd cut off for three leases: every agent fences its workers; once etcd is back the
+#     agents register again and the job resumes from its latest committed checkpoint,
+#     finishing with one metrics line per step.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$SRC/tests/cluster/netns_lib.sh"
+LEASE=4
+STEPS=200
+net_setup store h1 h2
+host_etcd store
+HEAD=http://$(host_ip store):8080
+host_bg store "$WORK/head.log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip store)" --port 8080
+wait_until 30 grep -q "$HEAD" "$WORK/head.log" || fail "head did not start: $(tail -3 "$WORK/head.log")"
+for h in h1 h2; do
+  host_bg $h "$WORK/agent_$h.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 --id $h --host-name $h \
+    --address "$(host_ip $h)" --lease-seconds "$LEASE"
+done
+RUN=$WORK/runs/store
+out=$(host_exec store "$BIN" submit --head "$HEAD" model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 \
+  eval_interval=0 checkpoint_period=10 num_workers=2:4 resource_wait_timeout=120 worker_heartbeat_timeout=30 \
+  collective_timeout=30 max_failures=10 base_output_directory="$WORK/runs" run_name=store 2>&1) &&
+  pass "submit: $out" || fail "submit: $out"
+field() { host_exec store "$BIN" status --head "$HEAD" --json 2>/dev/null | "$JQ" "$1" 2>/dev/null || true; }
+last_step() { tail -n 1 "$RUN/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | cut -d: -f2 || true; }
+at_step() { local s; s=$(last_step); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
+world_is() { [ "$(field world)" = "$1" ]; }
+wait_until 120 world_is 4 && wait_until 120 at_step 15 && pass "training on 4 workers (step $(last_step))" ||
+  fail "no step 15 on 4 workers: world $(field world), step $(last_step)"
+
+# A short outage: 1.5 s < 3/4 of the 4 s lease.
+gen0=$(field generation)
+s0=$(last_step)
+host_cut store
+sleep 1.5
+host_heal store
+wait_until 120 at_step $((s0 + 15)) || fail "no progress after a short etcd outage (step $(last_step))"
+[ "$(field generation)" = "$gen0" ] && pass "etcd cut for 1.5 s at step $s0: still generation $gen0 at step $(last_step)" ||
+  fail "generation changed after a short etcd outage: $gen0 -> $(field generation)"
+! grep -q "self-fencing" "$WORK"/agent_h*.log && pass "no agent fenced itself" || fail "an agent fenced itself: $(grep -h self-fencing "$WORK"/agent_h*.log | head -1)"
+
+# A long outage: three leases.
+s1=$(last_step)
+latest=$(cat "$RUN/checkpoints/LATEST" 2>/dev/null || true)
+host_cut store
+sleep $((3 * LEASE))
+fenced=$(grep -l "self-fencing" "$WORK"/agent_h*.log 2>/dev/null | wc -l)
+[ "$fenced" = 2 ] && pass "etcd cut for $((3 * LEASE)) s at step $s1: both agents fenced their workers" ||
+  fail "$fenced of 2 agents fenced themselves"
+left=$(for h in h1 h2; do ip netns pids "$(host_ns $h)"; done | wc -l)
+echo "    processes left on h1 and h2 (agents and fresh idle workers): $left"
+latest_cut=$(cat "$RUN/checkpoints/LATEST" 2>/dev/null || true)
+host_heal store
+wait_until 300 bash -c "[ \"\$(ip netns exec $(host_ns store) '$BIN' status --head '$HEAD' --json 2>/dev/null | '$JQ' state)\" = SUCCEEDED ]" &&
+  pass "the job SUCCEEDED after etcd came back (failures $(field failures))" || fail "job: $(field state) $(field reason)"
+restored=$(grep '"state_restored"' "$RUN/events.jsonl" | tail -1 || true)
+echo "    LATEST before the long cut: $latest, at its end: $latest_cut; last restore: $restored"
+lines=$(grep -c '"loss"' "$RUN/metrics.jsonl" || true)
+uniq_steps=$(grep '"loss"' "$RUN/metrics.jsonl" | grep -o '"step":[0-9]*' | sort -u | wc -l)
+[ "$lines" = "$STEPS" ] && [ "$uniq_steps" = "$STEPS" ] && pass "metrics.jsonl: $lines lines, one per step" ||
+  fail "metrics.jsonl: $lines loss lines, $uniq_steps distinct steps, expected $STEPS"
+finish
