@@ -181,10 +181,11 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("agent", store.status());
   opt.worker_env = StoreCredentialsEnv(store_opt);  // the workers open the rendezvous store too
-  // Renewals get a handle of their own whose requests give up within lease/2, so that
-  // one slow answer delays the next try by at most that (elastic/lease_keeper.h).
+  // Renewals get a handle of their own whose requests give up within lease/4: a request
+  // lost in an outage (its TCP retransmissions back off past the outage's end) is
+  // retried on a fresh connection well before the fence at 3/4 (elastic/lease_keeper.h).
   StoreOptions lease_opt = store_opt;
-  lease_opt.request_timeout = std::clamp(opt.lease_ttl / 2, std::chrono::milliseconds(100), store_opt.request_timeout);
+  lease_opt.request_timeout = std::clamp(opt.lease_ttl / 4, std::chrono::milliseconds(100), store_opt.request_timeout);
   auto lease_store = OpenStore(store_url, lease_opt);
   if (!lease_store.ok()) return FailCommand("agent", lease_store.status());
   opt.lease_store = lease_store.value();

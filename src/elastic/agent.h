@@ -64,7 +64,7 @@ struct AgentOptions {
   // credentials, ELASTRAIN_ETCD_*, so that workers reach an etcds:// rendezvous.
   std::map<std::string, std::string> worker_env;
   // The store handle lease renewals use; null: the main one. Give it a request timeout of
-  // about lease_ttl / 2 (LeaseKeeper's timing); the main one keeps its longer timeout.
+  // about lease_ttl / 4 (LeaseKeeper's timing); the main one keeps its longer timeout.
   std::shared_ptr<Store> lease_store;
 };
 

@@ -6,7 +6,7 @@
 //
 // Timing (lease time L): a renewal every L/4, retried every L/8 after a failure, each
 // bounded by the store handle's request timeout (the agent gives renewals a handle of
-// their own, timeout L/2). A second thread, the watchdog, looks at the clock every
+// their own, timeout L/4). A second thread, the watchdog, looks at the clock every
 // L/20 (at most 50 ms) whatever the renewal is blocked in. The store expires the lease
 // no earlier than L after the last successful renewal was *sent*; the watchdog fences
 // 3L/4 after that send, so the workers are dead (SIGKILL) before the lease can expire,
