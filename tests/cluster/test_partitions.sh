@@ -66,7 +66,7 @@ wait_until 60 at_step $(($(last_step) + 3)) && pass "h2 cut off at generation $g
 sleep $((3 * LEASE))
 alive=$(ip netns pids "$(host_ns h2)" | xargs -r ps -o comm= -p 2>/dev/null | sort | uniq -c | xargs || true)
 echo "    processes left in h2 after 3 leases: $alive"
-grep -q "self-fencing" "$WORK"/agent_h2_1.log && pass "h2's agent fenced itself: $(grep -m1 -o 'self-fencing.*' "$WORK"/agent_h2_1.log | head -c 160)" ||
+grep -q "self-fencing:" "$WORK"/agent_h2_1.log && pass "h2's agent fenced itself: $(grep -m1 -o "self-fencing:.*" "$WORK"/agent_h2_1.log | head -c 160)" ||
   fail "h2's agent did not fence itself"
 heal_time=$(date +%s.%N)
 host_heal h2

@@ -40,14 +40,14 @@ host_heal store
 wait_until 120 at_step $((s0 + 15)) || fail "no progress after a short etcd outage (step $(last_step))"
 [ "$(field generation)" = "$gen0" ] && pass "etcd cut for 1.5 s at step $s0: still generation $gen0 at step $(last_step)" ||
   fail "generation changed after a short etcd outage: $gen0 -> $(field generation)"
-! grep -q "self-fencing" "$WORK"/agent_h*.log && pass "no agent fenced itself" || fail "an agent fenced itself: $(grep -h self-fencing "$WORK"/agent_h*.log | head -1)"
+! grep -q "self-fencing:" "$WORK"/agent_h*.log && pass "no agent fenced itself" || fail "an agent fenced itself: $(grep -h "self-fencing:" "$WORK"/agent_h*.log | head -1)"
 
 # A long outage: three leases.
 s1=$(last_step)
 latest=$(cat "$RUN/checkpoints/LATEST" 2>/dev/null || true)
 host_cut store
 sleep $((3 * LEASE))
-fenced=$(grep -l "self-fencing" "$WORK"/agent_h*.log 2>/dev/null | wc -l)
+fenced=$(grep -l "self-fencing:" "$WORK"/agent_h*.log 2>/dev/null | wc -l)
 [ "$fenced" = 2 ] && pass "etcd cut for $((3 * LEASE)) s at step $s1: both agents fenced their workers" ||
   fail "$fenced of 2 agents fenced themselves"
 left=$(for h in h1 h2; do ip netns pids "$(host_ns $h)"; done | wc -l)
