@@ -1,13 +1,34 @@
 // One training step of one rank, read top to bottom: load its rows, forward/backward
 // over its micro-batches, the optimizer, and the collective on which all ranks agree
 // that the step is done; and the evaluation over the fixed eval batches.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
+#include <string>
 
+#include "common/log.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {
+
+namespace {
+// Tests only: ELASTRAIN_STEP_FAULT=RANK:STEP[,RANK:STEP...] SIGKILLs rank RANK right after
+// it applies the update of step STEP (1-based, as metrics.jsonl counts): the death between
+// a step's update and its metrics line that a kill storm hits only by chance.
+void MaybeDieAfterUpdate(int rank, int64_t step) {
+  const char* env = std::getenv("ELASTRAIN_STEP_FAULT");
+  if (env == nullptr) return;
+  const std::string me = std::to_string(rank) + ":" + std::to_string(step);
+  const std::string spec = std::string(",") + env + ",";
+  if (spec.find("," + me + ",") == std::string::npos) return;
+  LOG_WARN("ELASTRAIN_STEP_FAULT={}: killing rank {} after the update of step {}", env, rank, step);
+  spdlog::default_logger()->flush();
+  ::raise(SIGKILL);
+}
+}  // namespace
 
 Result<double> Trainer::TrainStep(int64_t step, int* stop) {
   state_->ZeroGrads();
@@ -64,6 +85,7 @@ Result<double> Trainer::ApplyOptimizer(int64_t step) {
   // leaves a consistent state at step + 1.
   completed_step_ = step + 1;
   state_step_ = completed_step_;
+  MaybeDieAfterUpdate(ctx_.rank, completed_step_);
   return grad_norm;
 }
 
