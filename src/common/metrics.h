@@ -22,8 +22,16 @@ class MetricsWriter {
   // Appends one line with a single write(2), so a crash loses at most that line and
   // several processes may append to the same file.
   Status Write(const nlohmann::json& record);
+  // For a writer that resumes a file it alone appends to (another process's write in
+  // flight would look torn): cuts a torn last line (a write cut short by a full disk, or
+  // an edit), so that the next line starts on its own, and returns the whole lines among
+  // the file's last `tail_bytes` (the first may be cut at the start). A torn line longer
+  // than that is ended with a newline instead: a reader skips it as damaged.
+  Result<std::string> TrimTornTail(size_t tail_bytes);
 
  private:
+  Status WriteBytes(const std::string& bytes);  // one write(2)
+
   std::string path_;
   int fd_ = -1;
 };
