@@ -99,7 +99,7 @@ redo=$(ev $run steps_redone to | tail -1)
 
 # --- 4. the storm ------------------------------------------------------------------------
 run=runs/storm
-steps=450
+steps=500
 started=$SECONDS
 "$BIN" train "${common[@]}" num_workers=2:4 max_failures=-1 steps=$steps global_batch_size=8 per_device_batch_size=2 \
   checkpoint_period=50 run_name=storm >"$WORK/storm.out" 2>"$WORK/storm.err" &
