@@ -1,6 +1,7 @@
 #include "common/metrics.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "common/safe_path.h"
 
 namespace elastrain {
@@ -21,7 +23,7 @@ Status MetricsWriter::Open(const std::string& path, bool append) {
   path_ = path;
   fd_ = -1;
   // Never through a link (common/safe_path.h): appending is how a planted link hurts most.
-  auto fd = OpenFile(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | (append ? 0 : O_TRUNC), 0644);
+  auto fd = OpenFile(path, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | (append ? 0 : O_TRUNC), 0644);
   if (!fd.ok()) return fd.status();
   fd_ = fd->release();
   return Status::OK();
@@ -44,14 +46,15 @@ Status MetricsWriter::Write(const nlohmann::json& record) {
       return Status::OK();
     }
     while (!held_.empty()) {
-      ELASTRAIN_RETURN_IF_ERROR(Append(held_.front()));
+      ELASTRAIN_RETURN_IF_ERROR(WriteBytes(held_.front()));
       held_.pop_front();
     }
   }
-  return Append(line);
+  return WriteBytes(line);
 }
 
-Status MetricsWriter::Append(const std::string& line) {
+Status MetricsWriter::WriteBytes(const std::string& line) {
+  if (fd_ < 0) return Status::FailedPrecondition("metrics writer is not open");
   // One write(2) per line on an O_APPEND descriptor: lines of several processes
   // appending to one file (the controller's and the chief's events) never interleave.
   ssize_t n;
@@ -61,6 +64,35 @@ Status MetricsWriter::Append(const std::string& line) {
   if (n != static_cast<ssize_t>(line.size()))
     return Status::IOError(path_ + ": write failed (" + (n < 0 ? std::strerror(errno) : "short write") + ")");
   return Status::OK();
+}
+
+Result<std::string> MetricsWriter::TrimTornTail(size_t tail_bytes) {
+  if (fd_ < 0) return Status::FailedPrecondition("metrics writer is not open");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) return Status::IOError(path_ + ": stat failed (" + std::strerror(errno) + ")");
+  if (!S_ISREG(st.st_mode)) return std::string();  // a FIFO or device: nothing to read back
+  const off_t size = st.st_size;
+  const off_t begin = size > static_cast<off_t>(tail_bytes) ? size - static_cast<off_t>(tail_bytes) : 0;
+  std::string tail(static_cast<size_t>(size - begin), '\0');
+  for (size_t got = 0; got < tail.size();) {
+    const ssize_t n = ::pread(fd_, tail.data() + got, tail.size() - got, begin + static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IOError(path_ + ": read failed (" + (n < 0 ? std::strerror(errno) : "end of file") + ")");
+    got += static_cast<size_t>(n);
+  }
+  if (tail.empty() || tail.back() == '\n') return tail;
+  const size_t newline = tail.rfind('\n');
+  if (newline == std::string::npos && begin > 0) {
+    LOG_WARN("{}: its last line, over {} bytes, has no newline (a torn write?); ending it there", path_, tail_bytes);
+    ELASTRAIN_RETURN_IF_ERROR(WriteBytes("\n"));
+    return std::string();
+  }
+  const size_t keep = newline == std::string::npos ? 0 : newline + 1;
+  LOG_WARN("{}: its last line is torn ({} bytes without a newline); cutting it", path_, tail.size() - keep);
+  if (::ftruncate(fd_, begin + static_cast<off_t>(keep)) != 0)
+    return Status::IOError(path_ + ": truncate failed (" + std::strerror(errno) + ")");
+  tail.resize(keep);
+  return tail;
 }
 
 ProgressLine::ProgressLine() : enabled_(::isatty(STDOUT_FILENO) == 1) {}

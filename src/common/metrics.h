@@ -35,9 +35,16 @@ class MetricsWriter {
   void set_fence(std::function<Status()> fence) { fence_ = std::move(fence); }
   size_t held_lines() const { return held_.size(); }
   static constexpr size_t kMaxHeldLines = 4096;
+  // For a writer that resumes a file it alone appends to (another process's write in
+  // flight would look torn): cuts a torn last line (a write cut short by a full disk, or
+  // an edit), so that the next line starts on its own, and returns the whole lines among
+  // the file's last `tail_bytes` (the first may be cut at the start). A torn line longer
+  // than that is ended with a newline instead: a reader skips it as damaged.
+  Result<std::string> TrimTornTail(size_t tail_bytes);
 
  private:
-  Status Append(const std::string& line);
+  Status WriteBytes(const std::string& bytes);  // one write(2)
+
   std::string path_;
   int fd_ = -1;
   std::function<Status()> fence_;

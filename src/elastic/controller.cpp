@@ -38,10 +38,9 @@ std::string DescribeEvent(const Event& e) {
     return fmt::format("{} -> {}: {}", f.value("from", ""), f.value("to", ""), f.value("reason", ""));
   if (e.name == "generation_started") {
     const auto& m = f.value("mesh", nlohmann::json::object());
-    const auto& r = f.value("restore", nlohmann::json::object());
-    return fmt::format("generation {}: {} workers, mesh data={} fsdp={} tensor={}, restore from {} (step {})",
+    return fmt::format("generation {}: {} workers, mesh data={} fsdp={} tensor={}, restore from {}",
                        f.value("generation", -1), f.value("world", 0), m.value("data", 0), m.value("fsdp", 0),
-                       m.value("tensor", 0), r.value("kind", ""), r.value("step", 0));
+                       m.value("tensor", 0), DescribeRestore(f.value("restore", nlohmann::json::object())));
   }
   if (e.name == "generation_first_step")
     return fmt::format("generation {}: first step done (step {})", f.value("generation", -1), f.value("step", -1));

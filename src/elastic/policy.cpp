@@ -524,13 +524,13 @@ void Decider::TryStart() {
     nlohmann::json members = nlohmann::json::array();
     for (const PlanMember& m : p.members)
       members.push_back({{"rank", m.rank}, {"worker", m.worker}, {"host", m.host}, {"pid", m.pid}});
+    const nlohmann::json restore = RestoreEventJson(p.restore, r().latest_checkpoint_step);
     Emit("generation_started", {{"generation", p.generation}, {"world", n},
                                 {"mesh", {{"data", p.data}, {"fsdp", p.fsdp}, {"tensor", p.tensor}}},
-                                {"restore", {{"kind", Name(p.restore.kind)}, {"source_rank", p.restore.source_rank},
-                                             {"step", p.restore.step}}},
+                                {"restore", restore},
                                 {"members", members}});
-    Transition(JobState::kRunning, fmt::format("generation {} with {} workers ({} restore from step {})",
-                                               p.generation, n, Name(p.restore.kind), p.restore.step));
+    Transition(JobState::kRunning, fmt::format("generation {} with {} workers (restore from {})", p.generation, n,
+                                               DescribeRestore(restore)));
     d_.plan = std::move(p);
     return;
   }
@@ -578,6 +578,30 @@ Decision Decider::Run() {
 
 Decision Decide(const JobRecord& record, const Observation& obs, const JobSettings& s) {
   return Decider(record, obs, s).Run();
+}
+
+nlohmann::json RestoreEventJson(const RestorePlan& p, int64_t latest_checkpoint_step) {
+  nlohmann::json j = {{"kind", Name(p.kind)}};
+  if (p.kind == RestoreKind::kMemory) {
+    j["source_rank"] = p.source_rank;
+    j["step"] = p.step;
+  } else if (latest_checkpoint_step >= 0) {
+    j["latest_checkpoint_step"] = latest_checkpoint_step;
+  }
+  return j;
+}
+
+std::string DescribeRestore(const nlohmann::json& restore) {
+  const auto integer = [&](const char* key) -> std::optional<int64_t> {
+    if (!restore.is_object() || !restore.contains(key) || !restore[key].is_number_integer()) return std::nullopt;
+    return restore[key].get<int64_t>();
+  };
+  const bool memory = restore.is_object() && restore.value("kind", nlohmann::json()) == Name(RestoreKind::kMemory);
+  if (memory) return fmt::format("memory of rank {}, step {}", integer("source_rank").value_or(-1),
+                                 integer("step").value_or(-1));
+  if (const auto latest = integer("latest_checkpoint_step"))
+    return fmt::format("the latest checkpoint; the newest known is step {}", *latest);
+  return "the latest checkpoint, if any";
 }
 
 }  // namespace elastrain

@@ -96,6 +96,17 @@ struct Decision {
 
 Decision Decide(const JobRecord& record, const Observation& obs, const JobSettings& s);
 
+// The `restore` of a generation_started event: the plan's choice, not what was restored.
+// A memory plan names its source rank and step; a checkpoint plan names no step, because
+// the workers restore the newest committed checkpoint they find (a rerun's controller
+// knows none), only the newest one this controller heard of (`latest_checkpoint_step`)
+// when there is one. The chief's state_restored event names the step restored.
+nlohmann::json RestoreEventJson(const RestorePlan& p, int64_t latest_checkpoint_step);
+// "memory of rank 1, step 40", "the latest checkpoint; the newest known is step 40", or
+// "the latest checkpoint, if any", from RestoreEventJson's JSON (any field may be
+// missing or of another type).
+std::string DescribeRestore(const nlohmann::json& restore);
+
 // The largest world size in [min_workers, min(max_workers, available)] that has a valid
 // mesh, or 0 when there is none.
 int ChooseWorldSize(int available, const JobSettings& s, Mesh* mesh);

@@ -42,6 +42,7 @@ class Accountant {
   std::map<int64_t, GenerationSummary> gens_;
   std::map<int64_t, std::vector<StepRecord>> steps_;  // generation -> logged steps
   std::map<int64_t, int64_t> failed_at_;              // generation -> step when it failed
+  std::map<int64_t, StepRecord> redone_;              // generation -> its last redone step (steps_redone)
   std::vector<std::pair<double, double>> stalls_;     // (event time, stall seconds)
   bool trained_ = false;
   double pending_recovery_ = 0;
@@ -71,6 +72,12 @@ Accountant::Accountant(const std::vector<nlohmann::json>& events, const std::vec
       s.generation = g;
       s.first_step = JsonNumber(e, "step_started", JsonNumber(e, "step_time"));
       s.start_step = JsonInteger(e, "start_step", s.start_step);
+    } else if (name == "state_restored") {  // the chief's word on the step it restored
+      GenerationSummary& s = gens_[g];
+      s.generation = g;
+      s.start_step = JsonInteger(e, "step", s.start_step);
+    } else if (name == "steps_redone") {
+      redone_[g] = {JsonInteger(e, "to", 0), JsonNumber(e, "time")};
     } else if (name == "generation_failed") {
       failed_at_[g] = std::max(failed_at_[g], JsonInteger(e, "step", 0));
     } else if (name == "checkpoint_saved") {
@@ -127,10 +134,20 @@ void Accountant::Train(const StateSegment& seg, double begin, GenerationSummary*
   for (const StepRecord& r : recs)
     if (r.time <= end + 1e-6 && r.step >= last_step) last_t = std::clamp(r.time, begin, end), last_step = r.step;
 
-  // Redone: until the step the earlier generations had reached is completed again.
+  // Redone: until the step the earlier generations had reached is completed again. The
+  // chief says when (steps_redone): those steps already have their lines, so the
+  // generation writes none for them.
   const int64_t before = StepsBefore(g);
   double redo_end = begin;
-  if (before > start) {
+  if (auto redo = redone_.find(g); redo != redone_.end()) {
+    redo_end = std::clamp(redo->second.time, begin, end);
+    last_t = std::max(last_t, redo_end);
+    gs->redone_steps = std::max<int64_t>(0, redo->second.step - start);
+    out_.redone_steps += gs->redone_steps;
+  } else if (before > start) {
+    // Without the event (it failed first; log_period > 1): interpolated between the
+    // logged steps, and the steps it reached by its failure.
+    if (auto f = failed_at_.find(g); f != failed_at_.end()) last_step = std::max(last_step, f->second);
     redo_end = last_t;
     double prev_t = begin;
     int64_t prev_step = start;

@@ -15,9 +15,11 @@
 //
 // Inputs are the run's events.jsonl and metrics.jsonl records, so the same numbers come
 // out of the live dashboard, /metrics and `elastrain report`. A generation's step times
-// come from metrics.jsonl, one record per `log_period` steps: the split between redone,
-// productive and lost tail is exact with log_period=1 and within one log period
-// otherwise. The recovery spans are the ones the controller reports as
+// come from metrics.jsonl, one record per `log_period` steps and never two for a step: a
+// generation that redoes steps writes no lines for them, and its chief's `steps_redone`
+// event says when it caught up (without it, the end is interpolated between logged
+// steps). Its start step is the chief's `state_restored` (else the plan's). The lost
+// tail is exact with log_period=1 and within one log period otherwise. The recovery spans are the ones the controller reports as
 // `generation_first_step.recovery_seconds` (elastic/policy.cpp).
 #pragma once
 

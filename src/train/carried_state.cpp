@@ -66,6 +66,7 @@ Status Trainer::TakeOrBuildState() {
 void Trainer::HandBack() {
   CarriedState* c = ctx_.carried;
   if (!c) return;
+  c->line = line_;
   if (ckpt_) {
     if (!clean_exit_) ckpt_->Abort();
     c->snapshot = ckpt_->snapshot_buffer();

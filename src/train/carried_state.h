@@ -8,6 +8,7 @@
 #include "common/memory.h"
 #include "common/status.h"
 #include "config/config.h"
+#include "train/step_line.h"
 
 namespace elastrain {
 
@@ -35,6 +36,9 @@ struct CarriedState {
   std::shared_ptr<FloatBuffer> snapshot;
   // checkpoint_period=auto: the period and the save and step times this process measured.
   std::unique_ptr<CheckpointPeriodTuner> period_tuner;
+  // The metrics line of the newest logged step this process applied (or was handed):
+  // the chief may have died before writing it (train/step_line.h).
+  StepLine line;
 };
 
 // Builds, while a worker waits for its first assignment, what its first generation

@@ -1,20 +1,47 @@
 // One training step of one rank, read top to bottom: load its rows, forward/backward
-// over its micro-batches, the optimizer, and the collective on which all ranks agree
-// that the step is done; and the evaluation over the fixed eval batches.
+// over its micro-batches, the gradient reduction, the collective on which all ranks
+// agree on the step's loss and whether to stop, and the update; and the evaluation over
+// the fixed eval batches.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
+#include <string>
 
+#include "common/log.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {
+
+namespace {
+// Tests only: ELASTRAIN_STEP_FAULT=GEN:RANK:STEP[,GEN:RANK:STEP...] SIGKILLs rank RANK of
+// generation GEN right after it applies the update of step STEP (1-based, as
+// metrics.jsonl counts): the death between a step's update and its metrics line that a
+// kill storm hits only by chance. The generation keeps a redone step from dying again.
+void MaybeDieAfterUpdate(int64_t generation, int rank, int64_t step) {
+  const char* env = std::getenv("ELASTRAIN_STEP_FAULT");
+  if (env == nullptr) return;
+  const std::string me = std::to_string(generation) + ":" + std::to_string(rank) + ":" + std::to_string(step);
+  if ((std::string(",") + env + ",").find("," + me + ",") == std::string::npos) return;
+  LOG_WARN("ELASTRAIN_STEP_FAULT={}: killing rank {} of generation {} after the update of step {}", env, rank,
+           generation, step);
+  spdlog::default_logger()->flush();
+  ::raise(SIGKILL);
+}
+}  // namespace
 
 Result<double> Trainer::TrainStep(int64_t step, int* stop) {
   state_->ZeroGrads();
   const double comm_before = CommSeconds();
   ELASTRAIN_ASSIGN_OR_RETURN(const double local_loss_sum, ForwardBackward(step));
-  ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, ApplyOptimizer(step));
+  ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, ReduceGradients());
+  // The step's last collective comes before its update, so that every rank that applies
+  // the update knows the step's loss and stop votes: whoever dies after it, a survivor
+  // holds the step's metrics line (RecoverStepLine).
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss_sum, AgreeOnStep(step, local_loss_sum, stop));
+  ApplyUpdate(step);
   last_grad_norm_ = grad_norm;
   comm_seconds_ = CommSeconds() - comm_before;
   return loss_sum / static_cast<double>(gb_ * T_);
@@ -53,9 +80,12 @@ Result<double> Trainer::ForwardBackward(int64_t step) {
   return loss_sum;
 }
 
-Result<double> Trainer::ApplyOptimizer(int64_t step) {
+Result<double> Trainer::ReduceGradients() {
   ELASTRAIN_RETURN_IF_ERROR(state_->ReduceGradients());
-  ELASTRAIN_ASSIGN_OR_RETURN(const double grad_norm, state_->ClipGradients(cfg_.gradient_clipping_threshold));
+  return state_->ClipGradients(cfg_.gradient_clipping_threshold);
+}
+
+void Trainer::ApplyUpdate(int64_t step) {
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   ckpt_->WaitForSnapshot();  // a save in flight must have copied the state first
   state_step_ = -1;  // a crash inside the update would leave a mix of two steps
@@ -64,7 +94,7 @@ Result<double> Trainer::ApplyOptimizer(int64_t step) {
   // leaves a consistent state at step + 1.
   completed_step_ = step + 1;
   state_step_ = completed_step_;
-  return grad_norm;
+  MaybeDieAfterUpdate(ctx_.generation, ctx_.rank, completed_step_);
 }
 
 Result<double> Trainer::AgreeOnStep(int64_t step, double loss_sum, int* stop) {

@@ -7,9 +7,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -215,14 +219,24 @@ Status Trainer::Restore() {
                                     {"kind", from_memory ? "memory" : start_step_ > 0 ? "checkpoint" : "fresh"},
                                     {"seconds", SecondsSince(restore_start)}});
   restored_ = true;
-  return OpenStepLogs();
+  ELASTRAIN_RETURN_IF_ERROR(OpenStepLogs());
+  ELASTRAIN_RETURN_IF_ERROR(RecoverStepLine());
+  if (logged_.train > start_step_) redo_until_ = logged_.train;
+  return Status::OK();
 }
 
 // metrics.jsonl (chief), and samples/rank_<r>.jsonl with record_consumed_samples.
 Status Trainer::OpenStepLogs() {
   if (is_chief()) {
-    ELASTRAIN_RETURN_IF_ERROR(
-        metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/start_step_ > 0 || ctx_.generation > 0));
+    const bool resume = start_step_ > 0 || ctx_.generation > 0;
+    ELASTRAIN_RETURN_IF_ERROR(metrics_.Open(run_dir_ + "/metrics.jsonl", resume));
+    // The lines are in step order, so the tail holds the newest: a step redone after a
+    // restore from an older checkpoint must not get a second line.
+    constexpr size_t kTailBytes = 64 << 10;  // some 150 lines
+    if (resume) {
+      ELASTRAIN_ASSIGN_OR_RETURN(const std::string tail, metrics_.TrimTornTail(kTailBytes));
+      logged_ = NewestLoggedSteps(tail, cfg_.steps);
+    }
     if (ctx_.control.still_current) metrics_.set_fence(ctx_.control.still_current);
   }
   if (cfg_.record_consumed_samples) {
@@ -232,6 +246,28 @@ Status Trainer::OpenStepLogs() {
                                                  /*append=*/true));
   }
   return Status::OK();
+}
+
+Status Trainer::RecoverStepLine() {
+  static_assert(std::is_trivially_copyable_v<StepLine> && sizeof(StepLine) % sizeof(int64_t) == 0);
+  std::vector<int64_t> steps(ctx_.world, line_.step);
+  if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllGather(&line_.step, 1, steps.data()));
+  const int owner = static_cast<int>(std::max_element(steps.begin(), steps.end()) - steps.begin());
+  if (steps[owner] <= 0) return Status::OK();
+  // Every rank takes it, so that a survivor can hand it on if this chief dies too.
+  if (std::count(steps.begin(), steps.end(), steps[owner]) < ctx_.world) {
+    int64_t words[sizeof(StepLine) / sizeof(int64_t)];
+    std::memcpy(words, &line_, sizeof(StepLine));
+    ELASTRAIN_RETURN_IF_ERROR(world_->Broadcast(words, std::size(words), owner));
+    std::memcpy(&line_, words, sizeof(StepLine));
+  }
+  if (!is_chief() || line_.step <= logged_.train) return Status::OK();
+  LOG_WARN("metrics.jsonl has no line for step {}, which generation {} completed: writing the one rank {} kept",
+           line_.step, line_.generation, owner);
+  events_.Emit("step_line_recovered",
+               {{"generation", ctx_.generation}, {"step", line_.step}, {"line_generation", line_.generation},
+                {"rank", owner}});
+  return WriteStepLine(line_);
 }
 
 Status Trainer::RestoreFromMemory() {
@@ -311,17 +347,24 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   int stop = 0;
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
   const double dt = SecondsSince(t0);
+  const int64_t done = step + 1;
+  // This rank applied the update: it keeps the step's line before anything can fail, so
+  // that if the chief dies before writing it, the next generation's chief can.
+  const bool due = done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop;
+  const StepLine line = MakeStepLine(done, loss, LearningRate(Schedule(), step), dt);
+  if (due) KeepLine(line);
   if (step > start_step_) timed_seconds_ += dt;  // the first step warms caches and thread pools
   TrainSummary& s = out->summary;
   if (step == start_step_) s.first_loss = loss;
   s.final_loss = loss;
-  const int64_t done = step + 1;
   if (!std::isfinite(loss))
     return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
   if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallSeconds()});
   ELASTRAIN_ASSIGN_OR_RETURN(const double stall, CheckpointIfDue(done, dt));
-  if (done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop)
-    ELASTRAIN_RETURN_IF_ERROR(LogStep(done, loss, LearningRate(Schedule(), step), last_grad_norm_, dt, stall));
+  if (due) ELASTRAIN_RETURN_IF_ERROR(LogStep(line, stall));
+  // Goodput's redone time ends here: these steps write no lines to time them by.
+  if (is_chief() && done <= redo_until_ && (done == redo_until_ || stop))
+    events_.Emit("steps_redone", {{"generation", ctx_.generation}, {"from", start_step_}, {"to", done}});
   const double elapsed = SecondsSince(loop_start_);
   const int64_t run_steps = done - start_step_;
   if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / run_steps * (cfg_.steps - done));
@@ -387,8 +430,10 @@ Status Trainer::EvaluateAndRecord(int64_t step, TrainSummary* s) {
   s->final_eval_loss = l;
   progress_.Finish();
   LOG_INFO("step {}: eval loss {:.4f}", step, l);
-  if (!is_chief()) return Status::OK();
-  return metrics_.Write({{"step", step}, {"eval_loss", l}, {"time", SecondsSince(start_)}});
+  if (!is_chief() || step <= logged_.eval) return Status::OK();  // logged before this step was redone
+  ELASTRAIN_RETURN_IF_ERROR(metrics_.Write({{"step", step}, {"eval_loss", l}, {"time", SecondsSince(start_)}}));
+  logged_.eval = step;
+  return Status::OK();
 }
 
 // fail_at_step: rehearse a failure of rank fail_rank right after that step.
@@ -464,27 +509,43 @@ Status Trainer::WriteSummary(const TrainSummary& s) {
   return is_chief() ? WriteRunSummary(s) : Status::OK();
 }
 
-Status Trainer::LogStep(int64_t step, double loss, double lr, double grad_norm, double dt, double ckpt_stall) {
-  const double tps = gb_ * T_ / dt;
-  const double mfu = tps * flops_per_token_ / peak_flops_;
-  if (!progress_.enabled() || step == cfg_.steps)
-    LOG_INFO("step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} | {:.0f} tok/s | {:.1f} GFLOP/s | MFU {:.1f}%", step,
-             cfg_.steps, loss, lr, grad_norm, tps, tps * flops_per_token_ / 1e9, 100 * mfu);
+StepLine Trainer::MakeStepLine(int64_t done, double loss, double lr, double dt) const {
+  StepLine l;
+  l.step = done;
+  l.loss = loss;
+  l.lr = lr;
+  l.grad_norm = last_grad_norm_;
+  l.step_time = dt;
+  l.comm_time = comm_seconds_;
+  l.tokens_per_sec = gb_ * T_ / dt;
+  l.mfu = l.tokens_per_sec * flops_per_token_ / peak_flops_;
+  l.generation = ctx_.generation;
+  l.world_size = ctx_.world;
+  l.time = SecondsSince(start_);
+  l.wall_time = WallSeconds();
+  return l;
+}
+
+Status Trainer::LogStep(StepLine line, double ckpt_stall) {
+  line.checkpoint_stall = ckpt_stall;
+  line.checkpoint_wait = ckpt_wait_;
+  line.time = SecondsSince(start_);
+  line.wall_time = WallSeconds();
+  KeepLine(line);
+  const double tps = line.tokens_per_sec;
+  if (!progress_.enabled() || line.step == cfg_.steps)
+    LOG_INFO("step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.3f} | {:.0f} tok/s | {:.1f} GFLOP/s | MFU {:.1f}%",
+             line.step, cfg_.steps, line.loss, line.lr, line.grad_norm, tps, tps * flops_per_token_ / 1e9,
+             100 * line.mfu);
   if (!is_chief()) return Status::OK();
-  return metrics_.Write({{"step", step},
-                         {"loss", loss},
-                         {"lr", lr},
-                         {"grad_norm", grad_norm},
-                         {"step_time", dt},
-                         {"comm_time", comm_seconds_},
-                         {"checkpoint_stall", ckpt_stall},
-                         {"checkpoint_wait", ckpt_wait_},
-                         {"tokens_per_sec", tps},
-                         {"mfu", mfu},
-                         {"generation", ctx_.generation},
-                         {"world_size", ctx_.world},
-                         {"time", SecondsSince(start_)},
-                         {"wall_time", WallSeconds()}});
+  return WriteStepLine(line);
+}
+
+Status Trainer::WriteStepLine(const StepLine& l) {
+  if (l.step <= logged_.train) return Status::OK();  // redone, or recovered: it has its line
+  ELASTRAIN_RETURN_IF_ERROR(metrics_.Write(l.ToJson()));
+  logged_.train = l.step;
+  return Status::OK();
 }
 
 GenerationResult RunGeneration(const TrainConfig& cfg, const WorkerContext& ctx) {

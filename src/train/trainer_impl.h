@@ -24,6 +24,7 @@
 #include "optim/optim.h"
 #include "train/checkpoint_period.h"
 #include "train/checkpointer.h"
+#include "train/step_line.h"
 #include "train/train_state.h"
 #include "train/trainer.h"
 #include "transformer/transformer.h"
@@ -36,6 +37,7 @@ class Trainer {
 
   Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {
     cfg_.num_workers = ctx.world;
+    if (ctx.carried) line_ = ctx.carried->line;
   }
   ~Trainer() {
     if (ckpt_ && !clean_exit_) ckpt_->Abort();  // a failed generation: do not wait for lost peers' shards
@@ -69,6 +71,9 @@ class Trainer {
   // --- restoring (trainer.cpp)
   Status RestoreFromMemory();
   Status OpenStepLogs();
+  // The newest step line any rank holds goes to every rank; the chief appends it when
+  // metrics.jsonl lacks it (the previous chief died between the update and the line).
+  Status RecoverStepLine();
   bool holds_replica() const { return mesh_->fsdp() == 1 && mesh_->tensor() == 1; }
   // --- the step loop (trainer.cpp)
   void BeginSummary(GenerationResult* out) const;
@@ -86,7 +91,16 @@ class Trainer {
   // checkpoint_period=auto, chief: logs and records a change of the period it proposes
   // (all ranks adopt it in the next step's collective).
   void NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, int64_t step);
-  Status LogStep(int64_t step, double loss, double lr, double grad_norm, double step_seconds, double ckpt_stall);
+  // Step `done`'s line as of its update; LogStep adds the checkpoint's figures and the
+  // time it is written.
+  StepLine MakeStepLine(int64_t done, double loss, double lr, double step_seconds) const;
+  // Keeps `l` as line_ unless line_ is of a newer step (this one is being redone).
+  void KeepLine(const StepLine& l) {
+    if (l.step >= line_.step) line_ = l;
+  }
+  Status LogStep(StepLine line, double ckpt_stall);
+  // Chief: appends `l` to metrics.jsonl unless the file has the step's line already.
+  Status WriteStepLine(const StepLine& l);
   Status WriteSummary(const TrainSummary& s);
   void FirstLossesFromMetrics(TrainSummary* s) const;
   // --- one step (train_step.cpp)
@@ -97,12 +111,13 @@ class Trainer {
   void LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows);
   // Accumulates this rank's share of the step's gradient; returns its summed token loss.
   Result<double> ForwardBackward(int64_t step);
-  // Reduces and clips the gradient and updates the state to step + 1; returns the
-  // gradient norm before clipping.
-  Result<double> ApplyOptimizer(int64_t step);
-  // The collective that ends a step: sums the loss, ORs the stop requests and shares the
-  // chief's checkpoint period. Returns the global loss sum.
+  // Reduces and clips the gradient; returns its norm before clipping.
+  Result<double> ReduceGradients();
+  // The step's last collective, before its update: sums the loss, ORs the stop requests
+  // and shares the chief's checkpoint period. Returns the global loss sum.
   Result<double> AgreeOnStep(int64_t step, double loss_sum, int* stop);
+  // AdamW: the state becomes step + 1's. Local, so nothing after it can fail the step.
+  void ApplyUpdate(int64_t step);
   Result<double> Evaluate();  // mean token loss over the fixed eval batches
 
   double JobElapsedSeconds() const { return WallSeconds() - job_started_at_; }
@@ -160,6 +175,11 @@ class Trainer {
   int64_t completed_step_ = 0;  // steps done so far: the state's step
   std::vector<int32_t> sample_, inputs_, targets_;
   MetricsWriter metrics_;
+  // The line of the newest step that log_period logs and that this rank applied or was
+  // handed (RecoverStepLine); carried across generations.
+  StepLine line_;
+  LoggedSteps logged_;         // chief: the newest steps metrics.jsonl has lines for
+  int64_t redo_until_ = 0;     // chief: steps up to this one are redone (they have lines)
   ProgressLine progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
   double last_grad_norm_ = 0;

@@ -72,6 +72,10 @@ TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
   EXPECT_EQ(started->fields["generation"], 0);
   EXPECT_EQ(started->fields["world"], 4);
   EXPECT_EQ(started->fields["restore"]["kind"], "checkpoint");
+  // A controller that heard of no checkpoint (a rerun's) names no step: the workers
+  // restore the newest one they find, and their state_restored event names it.
+  EXPECT_FALSE(started->fields["restore"].contains("step")) << started->fields.dump();
+  EXPECT_EQ(FindEvent(d, "job_state")->fields["reason"], "generation 0 with 4 workers (restore from the latest checkpoint, if any)");
   EXPECT_EQ(started->fields["members"].size(), 4u);
   EXPECT_EQ(started->fields["source"], "controller");
   EXPECT_THAT(Transitions(d), ElementsAre("PENDING->RUNNING"));
@@ -625,6 +629,30 @@ TEST(ElasticPolicyRestore, MemoryWhenDataParallelAndTheReplicaIsCurrent) {
   ASSERT_TRUE(d2.plan);
   EXPECT_EQ(d2.plan->restore.kind, RestoreKind::kMemory) << "a replica as new as the checkpoint";
   EXPECT_EQ(d2.plan->restore.step, 10);
+}
+
+TEST(ElasticPolicyRestore, EventsNameTheStepOnlyWhereThePlanKnowsIt) {
+  Ended e(20, 10);
+  Decision d = Decide(e.rec, e.c.Obs(kT0, e.plan), Settings(1, 2));
+  ASSERT_TRUE(d.plan) << Names(d);
+  EXPECT_EQ(FindEvent(d, "generation_started")->fields["restore"],
+            nlohmann::json({{"kind", "memory"}, {"source_rank", 0}, {"step", 20}}));
+  EXPECT_THAT(FindEvent(d, "job_state")->fields["reason"].get<std::string>(),
+              HasSubstr("(restore from memory of rank 0, step 20)"));
+
+  Ended old(5, 10);  // the checkpoint is newer than the replicas
+  d = Decide(old.rec, old.c.Obs(kT0, old.plan), Settings(1, 2));
+  ASSERT_TRUE(d.plan) << Names(d);
+  EXPECT_EQ(FindEvent(d, "generation_started")->fields["restore"],
+            nlohmann::json({{"kind", "checkpoint"}, {"latest_checkpoint_step", 10}}));
+  EXPECT_THAT(FindEvent(d, "job_state")->fields["reason"].get<std::string>(),
+              HasSubstr("(restore from the latest checkpoint; the newest known is step 10)"));
+}
+
+TEST(ElasticPolicyRestore, DescribeRestoreTakesAnyJson) {
+  EXPECT_EQ(DescribeRestore(nlohmann::json(5)), "the latest checkpoint, if any");
+  EXPECT_EQ(DescribeRestore({{"kind", "memory"}, {"step", "x"}}), "memory of rank -1, step -1");
+  EXPECT_EQ(DescribeRestore({{"kind", "checkpoint"}, {"latest_checkpoint_step", 1.5}}), "the latest checkpoint, if any");
 }
 
 TEST(ElasticPolicyRestore, CheckpointWhenTheNewMeshShardsTheState) {

@@ -2,6 +2,7 @@
 // requests: api_security_test.cpp).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -123,6 +124,61 @@ TEST(Goodput, RedoneStepsAreInterpolatedBetweenLogPeriods) {
   EXPECT_NEAR(g.at(TimeCategory::kRecovery), 2, 1e-9);
   EXPECT_EQ(g.redone_steps, 10);
   EXPECT_NEAR(g.total(), 40, 1e-9);
+}
+
+// Generation 1 restores the checkpoint of step 5 and redoes steps 6..10, which have
+// their lines already: it writes none for them, and its chief says when it caught up.
+TEST(Goodput, RedoneStepsWithoutSecondLinesEndAtStepsRedone) {
+  FailureTimeline f;
+  f.metrics.erase(std::remove_if(f.metrics.begin(), f.metrics.end(),
+                                 [](const json& m) { return m["generation"] == 1 && m["step"] <= 10; }),
+                  f.metrics.end());
+  // Step 10 was done again at 126.5 (interpolating over step 11's line would say 127).
+  f.events.insert(f.events.end() - 1, json({{"time", 126.5}, {"event", "steps_redone"}, {"generation", 1},
+                                            {"from", 5}, {"to", 10}}));
+  const GoodputBreakdown g = ComputeGoodput(f.events, f.metrics, /*now=*/1000);
+  EXPECT_EQ(g.redone_steps, 5);
+  EXPECT_NEAR(g.at(TimeCategory::kRedone), 2 + 4.5, 1e-9);  // 0's lost tail, then 122..126.5
+  EXPECT_NEAR(g.at(TimeCategory::kProductive), 9.5 + 10.5 + 1, 1e-9);
+  EXPECT_NEAR(g.total(), g.wall(), 1e-9);
+}
+
+// The chief's state_restored names the step restored; the controller's plan may not
+// (a checkpoint plan names none).
+TEST(Goodput, TheStartStepIsTheOneRestored) {
+  FailureTimeline f;
+  f.events[8] = {{"time", 120.0}, {"event", "generation_started"}, {"generation", 1}, {"world", 1},
+                 {"restore", {{"kind", "checkpoint"}}}};
+  f.events[10] = {{"time", 123.0}, {"event", "generation_first_step"}, {"generation", 1}, {"step_started", 122.0}};
+  f.events.insert(f.events.begin() + 10,
+                  json({{"time", 121.0}, {"event", "state_restored"}, {"generation", 1}, {"step", 5}}));
+  const GoodputBreakdown g = ComputeGoodput(f.events, f.metrics, /*now=*/1000);
+  ASSERT_EQ(g.generations.size(), 2u);
+  EXPECT_EQ(g.generations[1].start_step, 5);
+  EXPECT_EQ(g.redone_steps, 5);
+}
+
+// A generation that fails while redoing steps writes no line: the steps it reached
+// (generation_failed) count, and all its time is redone.
+TEST(Goodput, AGenerationThatFailedWhileRedoingCountsTheStepsItReached) {
+  const double t = 1000;
+  std::vector<json> events = {{{"time", t}, {"event", "job_submitted"}},
+                              State(t, "PENDING", "RUNNING", 0),
+                              Started(t, 0, 1, 0),
+                              FirstStep(t + 1, 0, t + 0.5, 0),
+                              {{"time", t + 10}, {"event", "generation_failed"}, {"generation", 0}, {"step", 10}},
+                              State(t + 10, "RUNNING", "RECOVERING", 0),
+                              Started(t + 10, 1, 1, 4),
+                              State(t + 10, "RECOVERING", "RUNNING", 1),
+                              FirstStep(t + 12, 1, t + 11, 4),
+                              {{"time", t + 14}, {"event", "generation_failed"}, {"generation", 1}, {"step", 7}},
+                              State(t + 14, "RUNNING", "RECOVERING", 1)};
+  std::vector<json> metrics;
+  for (int s = 1; s <= 10; ++s) metrics.push_back(Step(0, s, t + s - 0.5));
+  const GoodputBreakdown g = ComputeGoodput(events, metrics, t + 20);
+  ASSERT_EQ(g.generations.size(), 2u);
+  EXPECT_EQ(g.generations[1].redone_steps, 3);
+  EXPECT_NEAR(g.at(TimeCategory::kRedone), 0.5 + 3, 1e-9);  // 0's lost tail, then all of 1's training
 }
 
 TEST(Goodput, AResizeTailIsTheStopStepSave) {
