@@ -237,7 +237,7 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
     std::lock_guard<std::mutex> lock(committed_mu_);
     committed_save_seconds_ = save_seconds;
   }
-  events_->Emit("checkpoint_saved", {{"step", step}, {"dir", dir}, {"write_seconds", SecondsSince(t0)},
+  events_->Emit("checkpoint_saved", {{"step", step}, {"generation", generation_}, {"dir", dir}, {"write_seconds", SecondsSince(t0)},
                                      {"stall_seconds", stall}, {"snapshot_seconds", stall - waited},
                                      {"wait_seconds", waited}, {"save_seconds", save_seconds}});
   LOG_INFO("checkpoint saved: {} ({:.2f}s in the background)", dir, SecondsSince(t0));

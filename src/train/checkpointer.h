@@ -72,6 +72,8 @@ class Checkpointer {
   // Asked (on the writer thread) before the chief writes a manifest, COMMITTED or LATEST:
   // anything but OK leaves the run directory untouched (GenerationControl::still_current).
   void set_fence(std::function<Status()> f) { fence_ = std::move(f); }
+  // The generation that saves, named in checkpoint_saved events.
+  void set_generation(int64_t generation) { generation_ = generation; }
   // The snapshot buffer, for the next generation's Checkpointer (after this one is done).
   std::shared_ptr<FloatBuffer> snapshot_buffer() const { return snapshot_; }
   // The step LATEST points at (committed), or -1.
@@ -136,6 +138,7 @@ class Checkpointer {
   std::atomic<bool> aborted_{false};
   std::function<void(int64_t)> on_commit_;
   std::function<Status()> fence_;
+  int64_t generation_ = 0;
   int64_t last_saved_step_ = -1;
   double last_stall_ = 0, last_wait_ = 0;
   int64_t auto_period_ = 0, period_start_ = 0;

@@ -159,6 +159,7 @@ void Trainer::MakeCheckpointer() {
   ckpt_ = std::make_unique<Checkpointer>(cfg_, run_dir_, ctx_.rank, *mesh_, coords_, state_.get(), world_.get(),
                                          &events_, carried ? std::move(carried->snapshot) : nullptr);
   ckpt_->set_on_commit(ctx_.control.on_checkpoint);
+  ckpt_->set_generation(ctx_.generation);
   if (ctx_.control.still_current) ckpt_->set_fence(ctx_.control.still_current);
   if (!cfg_.checkpoint_period_auto) return;
   if (carried && carried->period_tuner)
