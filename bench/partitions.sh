@@ -12,30 +12,16 @@
 #   usage: bench/partitions.sh [build/elastrain] [lease_seconds]   (root: network namespaces)
 set -euo pipefail
 BIN_ARG=$(readlink -f "${1:-build/elastrain}")
-LEASE=${2:-3}
+export LEASE=${2:-3}
 source "$(dirname "$0")/../tests/integration/lib.sh" "$BIN_ARG"
 source "$SRC/tests/cluster/netns_lib.sh"
 source "$SRC/bench/bench_lib.sh"
+source "$SRC/tests/cluster/job_lib.sh"
 net_setup store h1 h2 h3
 host_etcd store
-HEAD=http://$(host_ip store):8080
-host_bg store "$WORK/head.log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip store)" --port 8080
-wait_for 30 grep -q "$HEAD" "$WORK/head.log"
-declare -A N=()
-agent() {
-  N[$1]=$((${N[$1]:-0} + 1))
-  host_bg "$1" "$WORK/agent_$1_${N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 --id "$1-${N[$1]}" \
-    --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE"
-}
-for h in h1 h2 h3; do agent $h; done
-RUN=$WORK/runs/bench
-host_exec store "$BIN" submit --head "$HEAD" model_name=tiny threads_per_worker=1 steps=100000 log_period=1 \
-  eval_interval=0 checkpoint_period=20 num_workers=2:6 resource_wait_timeout=120 worker_heartbeat_timeout=30 \
-  collective_timeout=30 max_failures=100 base_output_directory="$WORK/runs" run_name=bench >/dev/null
-field() { host_exec store "$BIN" status --head "$HEAD" --json 2>/dev/null | "$JQ" "$1" 2>/dev/null || true; }
-last_step() { tail -n 1 "$RUN/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | cut -d: -f2 || true; }
-at_step() { local s; s=$(last_step); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
-world_is() { [ "$(field world)" = "$1" ]; }
+start_head store >/dev/null
+for h in h1 h2 h3; do start_agent $h; done
+submit_job bench steps=100000 checkpoint_period=20 num_workers=2:6 max_failures=100 >/dev/null
 gen_above() { local g; g=$(field generation); [ -n "$g" ] && [ "$g" -gt "$1" ]; }
 # first_step_after GEN: the time of the first generation_first_step of a generation > GEN.
 first_step_after() {
@@ -61,25 +47,25 @@ measure() {
   [ "$redone" -lt 0 ] && redone=0
   printf '%-24s %8.2fs %-18s %7d\n' "$1" "$(awk -v a="${t:-0}" -v b="$T0" 'BEGIN { print a - b }')" "$kind@$step" "$redone"
 }
-fault() { G0=$(field generation); S0=$(last_step); T0=$(now); }
+fault() { G0=$(field generation); S0=$(run_step); T0=$(now); }
 wait_for 180 world_is 6 && wait_for 120 at_step 30
 
-fault; kill -9 "$(for p in $(ip netns pids "$(host_ns h2)"); do tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q ' worker ' && echo "$p"; done | head -1)"
+fault; kill -9 "$(worker_pid h2)"
 measure "worker SIGKILL"
-wait_for 180 world_is 6; wait_for 60 at_step $(($(last_step) + 10))
+wait_for 180 world_is 6; wait_for 60 at_step $(($(run_step) + 10))
 
 fault; host_kill h1
 measure "host SIGKILL"
-agent h1; wait_for 180 world_is 6; wait_for 60 at_step $(($(last_step) + 10))
+start_agent h1; wait_for 180 world_is 6; wait_for 60 at_step $(($(run_step) + 10))
 
 fault; host_cut h3
 measure "host cut off"
-sleep $((3 * LEASE)); host_heal h3; wait_for 180 world_is 6; wait_for 60 at_step $(($(last_step) + 10))
+sleep $((3 * LEASE)); host_heal h3; wait_for 180 world_is 6; wait_for 60 at_step $(($(run_step) + 10))
 
 per_step() { awk -v a="$(now)" -v b="$1" 'BEGIN { print (a - b) / 20 }'; }
-s=$(last_step); t=$(now); wait_for 60 at_step $((s + 20)); base=$(per_step "$t")
+s=$(run_step); t=$(now); wait_for 60 at_step $((s + 20)); base=$(per_step "$t")
 host_shape h2 --delay 20 --loss 5 --direction out
-g=$(field generation); s=$(last_step); t=$(now); wait_for 300 at_step $((s + 20)); shaped=$(per_step "$t")
+g=$(field generation); s=$(run_step); t=$(now); wait_for 300 at_step $((s + 20)); shaped=$(per_step "$t")
 host_heal h2
 printf '%-24s %s\n' "20 ms + 5% loss (h2 out)" "$(printf 'step %.3fs vs %.3fs unshaped (%.2fx); generation %s -> %s' "$shaped" "$base" "$(awk -v a="$shaped" -v b="$base" 'BEGIN { print a / b }')" "$g" "$(field generation)")"
 host_exec store "$BIN" stop --head "$HEAD" >/dev/null 2>&1 || true

@@ -9,51 +9,35 @@
 # the cut reaches the run directory, and h2's slots come back by scale-up.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
-LEASE=3
+source "$SRC/tests/cluster/job_lib.sh"
 STEPS=240
 net_setup store h1 h2 h3
 host_etcd store
-HEAD=http://$(host_ip store):8080
-host_bg store "$WORK/head.log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip store)" --port 8080
-wait_until 30 grep -q "$HEAD" "$WORK/head.log" || fail "head did not start: $(tail -3 "$WORK/head.log")"
-declare -A AGENT_N=()
-start_agent() {  # start_agent HOST: a fresh agent (a new id each time, as after a reboot)
-  AGENT_N[$1]=$((${AGENT_N[$1]:-0} + 1))
-  host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 \
-    --id "$1-${AGENT_N[$1]}" --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE"
-}
+start_head store
 for h in h1 h2 h3; do start_agent $h; done
-RUN=$WORK/runs/part
 common=(model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10
   record_consumed_samples=1 global_batch_size=12 per_device_batch_size=2)
-out=$(host_exec store "$BIN" submit --head "$HEAD" "${common[@]}" num_workers=2:6 resource_wait_timeout=120 \
-  worker_heartbeat_timeout=30 collective_timeout=30 max_failures=10 final_params_path="$WORK/final.bin" \
-  base_output_directory="$WORK/runs" run_name=part 2>&1) && pass "submit: $out" || fail "submit: $out"
-
-status() { host_exec store "$BIN" status --head "$HEAD" --json 2>/dev/null || true; }
-field() { status | "$JQ" "$1" 2>/dev/null || true; }
-last_step() { tail -n 1 "$RUN/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | cut -d: -f2 || true; }
-at_step() { local s; s=$(last_step); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
+submit_job part "${common[@]}" num_workers=2:6 final_params_path="$WORK/final.bin"
 world() { field world; }
 # rank_hosts: the hosts of the current generation's ranks, sorted, unique.
 rank_hosts() { local i h; for ((i = 0; i < 6; i++)); do h=$(field ranks.$i.host); [ -n "$h" ] && echo "$h"; done | sort -u | xargs; }
 
-wait_until 120 at_step 1 && pass "training: step $(last_step), world $(world)" || fail "no step: $(status | head -c 400)"
+wait_until 120 at_step 1 && pass "training: step $(run_step), world $(world)" || fail "no step: $(status | head -c 400)"
 
 # 1a. Latency and loss on h3 (one way, as netem on its egress) for 10 steps.
 wait_until 120 at_step 10 || fail "no step 10"
 host_shape h3 --delay 20 --loss 5 --direction out
-s0=$(last_step)
-wait_until 240 at_step $((s0 + 10)) && pass "20 ms + 5% loss on h3: steps $s0 -> $(last_step) (world $(world))" ||
-  fail "stuck under loss at step $(last_step)"
+s0=$(run_step)
+wait_until 240 at_step $((s0 + 10)) && pass "20 ms + 5% loss on h3: steps $s0 -> $(run_step) (world $(world))" ||
+  fail "stuck under loss at step $(run_step)"
 host_heal h3
 
 # 1b. A whole host killed: h1 and everything on it.
-s0=$(last_step)
+s0=$(run_step)
 host_kill h1
 kill_at=$SECONDS
-wait_until 120 at_step $((s0 + 5)) && pass "h1 killed at step $s0: training went on ($(last_step), world $(world)) after $((SECONDS - kill_at)) s" ||
-  fail "no progress after killing h1 (step $(last_step))"
+wait_until 120 at_step $((s0 + 5)) && pass "h1 killed at step $s0: training went on ($(run_step), world $(world)) after $((SECONDS - kill_at)) s" ||
+  fail "no progress after killing h1 (step $(run_step))"
 start_agent h1
 
 # 2. h2 cut off for 3 leases while its processes run, then healed.
@@ -61,8 +45,8 @@ wait_until 120 at_step $((s0 + 15)) || fail "no step $((s0 + 15))"
 gen_before=$(field generation)
 cut_time=$(date +%s.%N)
 host_cut h2
-wait_until 60 at_step $(($(last_step) + 3)) && pass "h2 cut off at generation $gen_before: training went on (step $(last_step))" ||
-  fail "no progress with h2 cut off (step $(last_step))"
+wait_until 60 at_step $(($(run_step) + 3)) && pass "h2 cut off at generation $gen_before: training went on (step $(run_step))" ||
+  fail "no progress with h2 cut off (step $(run_step))"
 sleep $((3 * LEASE))
 alive=$(ip netns pids "$(host_ns h2)" | xargs -r ps -o comm= -p 2>/dev/null | sort | uniq -c | xargs || true)
 echo "    processes left in h2 after 3 leases: $alive"
@@ -75,7 +59,7 @@ wait_until 120 bash -c "grep -q 'registering again\|registered in' '$WORK/agent_
 h2_has_rank() { [[ " $(rank_hosts) " == *" h2 "* ]]; }
 wait_until 120 h2_has_rank && pass "h2's slots rejoined by scale-up: ranks on $(rank_hosts) (generation $(field generation))" ||
   fail "h2 holds no rank after healing: ranks on $(rank_hosts), $(field reason)"
-wait_until 300 bash -c "[ \"\$(ip netns exec $(host_ns store) '$BIN' status --head '$HEAD' --json 2>/dev/null | '$JQ' state)\" = SUCCEEDED ]" &&
+wait_until 300 job_succeeded &&
   pass "job SUCCEEDED (failures $(field failures))" || fail "job did not finish: $(field state) $(field reason)"
 
 # Nothing of h2's generation after the cut: no metrics or events line of generation
@@ -92,10 +76,7 @@ late=$(grep -v '"source":"controller"' "$RUN/events.jsonl" | awk -v g="$gen_befo
 grep -o '"event":"[a-z_]*"' "$RUN/events.jsonl" | sort | uniq -c | xargs echo "    events:" || true
 
 # Every step once, every sample once, parameters as without failures.
-lines=$(grep -c '"loss"' "$RUN/metrics.jsonl" || true)
-uniq_steps=$(grep '"loss"' "$RUN/metrics.jsonl" | grep -o '"step":[0-9]*' | sort -u | wc -l)
-[ "$lines" = "$STEPS" ] && [ "$uniq_steps" = "$STEPS" ] && pass "metrics.jsonl: $lines lines, one per step" ||
-  fail "metrics.jsonl: $lines loss lines, $uniq_steps distinct steps, expected $STEPS"
+check_one_line_per_step "$STEPS"
 out=$("$(dirname "$BIN")/check_samples" "$RUN" "$STEPS" 2>&1) && pass "samples: $out" || fail "samples: $out"
 "$BIN" train "${common[@]}" num_workers=2 base_output_directory="$WORK/ref" run_name=ref \
   final_params_path="$WORK/ref.bin" >"$WORK/ref.log" 2>&1 || fail "reference run: $(tail -3 "$WORK/ref.log")"

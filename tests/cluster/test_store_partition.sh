@@ -8,52 +8,40 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
 LEASE=4
+source "$SRC/tests/cluster/job_lib.sh"
 STEPS=200
 net_setup store h1 h2
 host_etcd store
-HEAD=http://$(host_ip store):8080
-host_bg store "$WORK/head.log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip store)" --port 8080
-wait_until 30 grep -q "$HEAD" "$WORK/head.log" || fail "head did not start: $(tail -3 "$WORK/head.log")"
-for h in h1 h2; do
-  host_bg $h "$WORK/agent_$h.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 --id $h --host-name $h \
-    --address "$(host_ip $h)" --lease-seconds "$LEASE"
-done
-RUN=$WORK/runs/store
-out=$(host_exec store "$BIN" submit --head "$HEAD" model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 \
-  eval_interval=0 checkpoint_period=10 num_workers=2:4 resource_wait_timeout=120 worker_heartbeat_timeout=30 \
-  collective_timeout=30 max_failures=10 base_output_directory="$WORK/runs" run_name=store 2>&1) &&
-  pass "submit: $out" || fail "submit: $out"
-field() { host_exec store "$BIN" status --head "$HEAD" --json 2>/dev/null | "$JQ" "$1" 2>/dev/null || true; }
-last_step() { tail -n 1 "$RUN/metrics.jsonl" 2>/dev/null | grep -o '"step":[0-9]*' | cut -d: -f2 || true; }
-at_step() { local s; s=$(last_step); [ -n "$s" ] && [ "$s" -ge "$1" ]; }
-world_is() { [ "$(field world)" = "$1" ]; }
-wait_until 120 world_is 4 && wait_until 120 at_step 15 && pass "training on 4 workers (step $(last_step))" ||
-  fail "no step 15 on 4 workers: world $(field world), step $(last_step)"
+start_head store
+for h in h1 h2; do start_agent $h; done
+submit_job store steps=$STEPS num_workers=2:4
+wait_until 120 world_is 4 && wait_until 120 at_step 15 && pass "training on 4 workers (step $(run_step))" ||
+  fail "no step 15 on 4 workers: world $(field world), step $(run_step)"
 
-# A short outage: 1.5 s < 3/4 of the 4 s lease.
+# A short outage: 1.5 s, under half the 4 s lease.
 gen0=$(field generation)
-s0=$(last_step)
+s0=$(run_step)
 host_cut store
 sleep 1.5
 host_heal store
-wait_until 120 at_step $((s0 + 15)) || fail "no progress after a short etcd outage (step $(last_step))"
-[ "$(field generation)" = "$gen0" ] && pass "etcd cut for 1.5 s at step $s0: still generation $gen0 at step $(last_step)" ||
+wait_until 120 at_step $((s0 + 15)) || fail "no progress after a short etcd outage (step $(run_step))"
+[ "$(field generation)" = "$gen0" ] && pass "etcd cut for 1.5 s at step $s0: still generation $gen0 at step $(run_step)" ||
   fail "generation changed after a short etcd outage: $gen0 -> $(field generation)"
-! grep -q "self-fencing:" "$WORK"/agent_h*.log && pass "no agent fenced itself" || fail "an agent fenced itself: $(grep -h "self-fencing:" "$WORK"/agent_h*.log | head -1)"
+! grep -q "self-fencing:" "$WORK"/agent_h*_1.log && pass "no agent fenced itself" || fail "an agent fenced itself: $(grep -h "self-fencing:" "$WORK"/agent_h*_1.log | head -1)"
 
 # A long outage: three leases.
-s1=$(last_step)
+s1=$(run_step)
 latest=$(cat "$RUN/checkpoints/LATEST" 2>/dev/null || true)
 host_cut store
 sleep $((3 * LEASE))
-fenced=$(grep -l "self-fencing:" "$WORK"/agent_h*.log 2>/dev/null | wc -l)
+fenced=$(grep -l "self-fencing:" "$WORK"/agent_h*_1.log 2>/dev/null | wc -l)
 [ "$fenced" = 2 ] && pass "etcd cut for $((3 * LEASE)) s at step $s1: both agents fenced their workers" ||
   fail "$fenced of 2 agents fenced themselves"
 left=$(for h in h1 h2; do ip netns pids "$(host_ns $h)"; done | wc -l)
 echo "    processes left on h1 and h2 (agents and fresh idle workers): $left"
 latest_cut=$(cat "$RUN/checkpoints/LATEST" 2>/dev/null || true)
 host_heal store
-wait_until 300 bash -c "[ \"\$(ip netns exec $(host_ns store) '$BIN' status --head '$HEAD' --json 2>/dev/null | '$JQ' state)\" = SUCCEEDED ]" &&
+wait_until 300 job_succeeded &&
   pass "the job SUCCEEDED after etcd came back (failures $(field failures))" || fail "job: $(field state) $(field reason)"
 # The generation after the outage restored from disk (its workers were all fenced); a
 # later resize restores from memory.
@@ -62,8 +50,5 @@ restored=$(grep '"state_restored"' "$RUN/events.jsonl" | grep '"kind":"checkpoin
 [ -n "$latest_cut" ] && [ "$latest_cut" = "$(printf 'step_%08d' "${restored:-0}")" ] &&
   pass "resumed from the latest committed checkpoint ($latest_cut; LATEST before the cut: $latest)" ||
   fail "restored step ${restored:-none}, LATEST at the end of the cut: ${latest_cut:-none}"
-lines=$(grep -c '"loss"' "$RUN/metrics.jsonl" || true)
-uniq_steps=$(grep '"loss"' "$RUN/metrics.jsonl" | grep -o '"step":[0-9]*' | sort -u | wc -l)
-[ "$lines" = "$STEPS" ] && [ "$uniq_steps" = "$STEPS" ] && pass "metrics.jsonl: $lines lines, one per step (the steps redone after the restore logged once)" ||
-  fail "metrics.jsonl: $lines loss lines, $uniq_steps distinct steps, expected $STEPS"
+check_one_line_per_step "$STEPS"
 finish

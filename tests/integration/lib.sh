@@ -154,3 +154,34 @@ chrome() {
   timeout 90 "$bin" --no-sandbox --disable-gpu --headless --user-data-dir="$WORK/chrome-profile" \
     --window-size=1300,1700 "$@" 2>>"$WORK/chrome.log"
 }
+# --- records ----------------------------------------------------------------------
+# train_steps RUN: the step of each training line of RUN's metrics.jsonl, in file order.
+train_steps() { step_losses "$1/metrics.jsonl" | awk '{ print $1 }'; }
+# check_lines RUN STEPS WHAT: exactly one training line for each step 1..STEPS, nothing else.
+check_lines() {
+  local dups missing
+  dups=$(train_steps "$1" | sort -n | uniq -d | tr '\n' ' ')
+  missing=$(comm -23 <(seq 1 "$2" | sort) <(train_steps "$1" | sort -u) | sort -n | tr '\n' ' ')
+  if [ -z "$dups" ] && [ -z "$missing" ] && [ "$(train_steps "$1" | wc -l)" -eq "$2" ]; then
+    pass "$3: one metrics line for each of steps 1..$2"
+  else
+    fail "$3: steps logged twice: [${dups}], steps without a line: [${missing}]"
+  fi
+}
+# check_no_redo_from_memory RUN: no generation that restored from memory redid a step
+# (steps are redone only where no survivor held the state), from `elastrain report`.
+check_no_redo_from_memory() {
+  local run=$1 memory redoing="" bad="" i g n
+  "$BIN" report "$run" --json --html "$WORK/report.html" >"$WORK/report.json"
+  memory=" $(ev "$run" state_restored generation kind=memory | tr '\n' ' ')"
+  for ((i = 0; ; i++)); do
+    g=$("$JQ" generations.$i.generation <"$WORK/report.json") || break
+    n=$("$JQ" generations.$i.redone_steps <"$WORK/report.json")
+    [ "$n" -gt 0 ] || continue
+    redoing+="$g($n) "
+    [[ "$memory" == *" $g "* ]] && bad+="$g "
+  done
+  echo "  generations: $i, restored from memory: $(wc -w <<<"$memory"), redoing steps: ${redoing:-none}"
+  [ -z "$bad" ] && pass "no step redone after a restore from memory ($("$JQ" redone_steps <"$WORK/report.json") in all)" ||
+    fail "generations restored from memory that redid steps: $bad"
+}

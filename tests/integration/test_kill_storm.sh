@@ -20,18 +20,6 @@ common=(model_name=tiny threads_per_worker=1 log_period=1 eval_interval=0 record
         base_output_directory="$WORK/runs" dashboard_port=0)
 
 # train_steps RUN: the step of each training line of metrics.jsonl, in file order.
-train_steps() { step_losses "$1/metrics.jsonl" | awk '{ print $1 }'; }
-# check_lines RUN STEPS WHAT: exactly one training line for each step 1..STEPS, nothing else.
-check_lines() {
-  local dups missing
-  dups=$(train_steps "$1" | sort -n | uniq -d | tr '\n' ' ')
-  missing=$(comm -23 <(seq 1 "$2" | sort) <(train_steps "$1" | sort -u) | sort -n | tr '\n' ' ')
-  if [ -z "$dups" ] && [ -z "$missing" ] && [ "$(train_steps "$1" | wc -l)" -eq "$2" ]; then
-    pass "$3: one metrics line for each of steps 1..$2"
-  else
-    fail "$3: steps logged twice: [${dups}], steps without a line: [${missing}]"
-  fi
-}
 # redone RUN: the redone steps `elastrain report` counts.
 redone() { "$BIN" report "$1" --json --html "$WORK/report.html" | "$JQ" redone_steps; }
 
@@ -127,18 +115,5 @@ echo "  storm run: $kills kills, $steps steps, $((SECONDS - started)) s"
 [ "$kills" -ge 5 ] && pass "$kills workers killed" || fail "only $kills kills"
 check_lines $run $steps "storm"
 samples=$("$TOOLS/check_samples" $run $steps) && pass "exactly once: $samples" || fail "samples: $samples"
-# Steps are redone only where no survivor held the state (the restore was not from memory).
-"$BIN" report $run --json --html "$WORK/report.html" >"$WORK/storm.json"
-memory=" $(ev $run state_restored generation kind=memory | tr '\n' ' ')"
-redoing="" bad=""
-for ((i = 0; ; i++)); do
-  g=$("$JQ" generations.$i.generation <"$WORK/storm.json") || break
-  n=$("$JQ" generations.$i.redone_steps <"$WORK/storm.json")
-  [ "$n" -gt 0 ] || continue
-  redoing+="$g($n) "
-  [[ "$memory" == *" $g "* ]] && bad+="$g "
-done
-echo "  generations: $i, restored from memory: $(wc -w <<<"$memory"), redoing steps: ${redoing:-none}"
-[ -z "$bad" ] && pass "no step redone after a restore from memory ($("$JQ" redone_steps <"$WORK/storm.json") in all)" \
-  || fail "generations restored from memory that redid steps: $bad"
+check_no_redo_from_memory $run
 finish
