@@ -21,12 +21,16 @@ namespace {
 // metrics.jsonl counts): the death between a step's update and its metrics line that a
 // kill storm hits only by chance. The generation keeps a redone step from dying again.
 void MaybeDieAfterUpdate(int64_t generation, int rank, int64_t step) {
-  const char* env = std::getenv("ELASTRAIN_STEP_FAULT");
-  if (env == nullptr) return;
+  // Read once per process: the step loop must not scan the environment every step.
+  static const std::string faults = [] {
+    const char* env = std::getenv("ELASTRAIN_STEP_FAULT");
+    return env == nullptr ? std::string() : "," + std::string(env) + ",";
+  }();
+  if (faults.empty()) return;
   const std::string me = std::to_string(generation) + ":" + std::to_string(rank) + ":" + std::to_string(step);
-  if ((std::string(",") + env + ",").find("," + me + ",") == std::string::npos) return;
-  LOG_WARN("ELASTRAIN_STEP_FAULT={}: killing rank {} of generation {} after the update of step {}", env, rank,
-           generation, step);
+  if (faults.find("," + me + ",") == std::string::npos) return;
+  LOG_WARN("ELASTRAIN_STEP_FAULT={}: killing rank {} of generation {} after the update of step {}",
+           faults.substr(1, faults.size() - 2), rank, generation, step);
   spdlog::default_logger()->flush();
   ::raise(SIGKILL);
 }

@@ -352,8 +352,11 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   // This rank applied the update: it keeps the step's line before anything can fail, so
   // that if the chief dies before writing it, the next generation's chief can.
   const bool due = done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop;
-  const StepLine line = MakeStepLine(done, loss, LearningRate(Schedule(), step), dt);
-  if (due) KeepLine(line);
+  StepLine line;
+  if (due) {
+    line = MakeStepLine(done, loss, LearningRate(Schedule(), step), dt);
+    KeepLine(line);
+  }
   if (step > start_step_) timed_seconds_ += dt;  // the first step warms caches and thread pools
   TrainSummary& s = out->summary;
   if (step == start_step_) s.first_loss = loss;

@@ -46,6 +46,14 @@ struct Recorder {
             },
             [this] { ++losses; }};
   }
+  // Switches renewals to `m` and waits for the fence: the ms from the last successful
+  // renewal's send to the fence, or -1 if none came.
+  long long MsToFence(int m) {
+    mode = m;
+    if (!WaitUntil([&] { return fences.load() > 0; }, std::chrono::milliseconds(5000))) return -1;
+    std::lock_guard<std::mutex> lock(mu);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(fenced_at - last_ok_sent).count();
+  }
 };
 
 TEST(LeaseKeeper, RenewsAndNeverFencesWhileTheStoreAnswers) {
@@ -64,10 +72,9 @@ TEST(LeaseKeeper, FencesBeforeTheLeaseCouldExpireWhenCutOff) {
   LeaseKeeper k(kTtl, r.Hooks());
   k.Start(Clock::now());
   std::this_thread::sleep_for(kTtl);
-  r.mode = 1;
-  ASSERT_TRUE(WaitUntil([&] { return r.fences.load() > 0; }, milliseconds(5000)));
+  const long long ms = r.MsToFence(1);
+  ASSERT_GE(ms, 0) << "no fence";
   k.Stop();
-  const auto ms = std::chrono::duration_cast<milliseconds>(r.fenced_at - r.last_ok_sent).count();
   std::cout << "[ measured ] fenced " << ms << " ms after the last successful renewal was sent (lease "
             << kTtl.count() << " ms)\n";
   EXPECT_GE(ms, kTtl.count() * 3 / 4 - 5);
@@ -84,9 +91,8 @@ TEST(LeaseKeeper, FencesInTimeWhileARenewalHangs) {
   LeaseKeeper k(kTtl, r.Hooks());
   k.Start(Clock::now());
   std::this_thread::sleep_for(kTtl / 2);
-  r.mode = 3;
-  ASSERT_TRUE(WaitUntil([&] { return r.fences.load() > 0; }, milliseconds(5000)));
-  const auto ms = std::chrono::duration_cast<milliseconds>(r.fenced_at - r.last_ok_sent).count();
+  const long long ms = r.MsToFence(3);
+  ASSERT_GE(ms, 0) << "no fence";
   std::cout << "[ measured ] fenced " << ms << " ms after the last successful renewal, its successor hanging\n";
   EXPECT_LT(ms, kTtl.count());
   r.mode = 0;
