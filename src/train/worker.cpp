@@ -149,23 +149,6 @@ struct Progress {
   }
 };
 
-// GenerationControl::still_current in cluster mode: the job's plan, read now, is still
-// generation `gen` of this job (the plan's rendezvous names the job).
-std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen) {
-  return [store = std::move(store), rendezvous = std::move(rendezvous), gen]() -> Status {
-    auto kv = store->Get(keys::JobPlan());
-    if (!kv.ok()) return Status::Unavailable("cannot confirm generation " + std::to_string(gen) + " is current: " +
-                                             kv.status().message());
-    Plan plan;
-    if (!kv->has_value() || !FromJson(kv->value().value, &plan).ok() || !(plan.rendezvous == rendezvous))
-      return Status::FailedPrecondition(fmt::format("generation {} is no longer current: the job's plan is gone", gen));
-    if (plan.generation != gen)
-      return Status::FailedPrecondition(
-          fmt::format("generation {} is no longer current: the job is at generation {}", gen, plan.generation));
-    return Status::OK();
-  };
-}
-
 Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg, const std::string& host) {
   WorkerContext ctx;
   ctx.rank = a.rank;
@@ -384,6 +367,21 @@ Result<JobMessage> ReceiveJobMessage(Channel* ch) {
     return Status::DeadlineExceeded(
         fmt::format("worker: no job message from the agent within {} ms", kJobMessageTimeout.count()));
   return std::get<JobMessage>(first);
+}
+
+std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen) {
+  return [store = std::move(store), rendezvous = std::move(rendezvous), gen]() -> Status {
+    auto kv = store->Get(keys::JobPlan());
+    if (!kv.ok()) return Status::Unavailable("cannot confirm generation " + std::to_string(gen) + " is current: " +
+                                             kv.status().message());
+    Plan plan;
+    if (!kv->has_value() || !FromJson(kv->value().value, &plan).ok() || !(plan.rendezvous == rendezvous))
+      return Status::FailedPrecondition(fmt::format("generation {} is no longer current: the job's plan is gone", gen));
+    if (plan.generation != gen)
+      return Status::FailedPrecondition(
+          fmt::format("generation {} is no longer current: the job is at generation {}", gen, plan.generation));
+    return Status::OK();
+  };
 }
 
 int RunWorkerProcess(Channel* ch, const JobMessage& job) {

@@ -14,8 +14,13 @@
 // failure, 2 when the job's config cannot load, 3 after a preemption notice.
 #pragma once
 
+#include <functional>
+#include <memory>
+
 #include "common/status.h"
+#include "store/store.h"
 #include "wire/channel.h"
+#include "wire/rendezvous.h"
 #include "wire/worker_messages.h"
 
 namespace elastrain {
@@ -24,5 +29,10 @@ namespace elastrain {
 Result<JobMessage> ReceiveJobMessage(Channel* ch);
 // Trains the job's generations until told to exit; the process's exit code.
 int RunWorkerProcess(Channel* ch, const JobMessage& job);
+// GenerationControl::still_current in cluster mode: reads the job's plan from `store`
+// now. OK when it is generation `gen` of the job whose rendezvous is `rendezvous`;
+// FailedPrecondition when it is another generation or job, missing or unreadable (the
+// record is not trusted); Unavailable when the store cannot be reached.
+std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen);
 
 }  // namespace elastrain
