@@ -61,7 +61,7 @@ void LeaseKeeper::Watchdog() {
 
 void LeaseKeeper::Renew() {
   const milliseconds period = std::max(ttl_ / 4, milliseconds(1));
-  const milliseconds retry = std::max(ttl_ / 8, milliseconds(1));
+  const milliseconds retry = std::max(ttl_ / 16, milliseconds(1));
   Clock::time_point next_try = Clock::now() + period;
   int failed_since_ok = 0;
   std::unique_lock<std::mutex> lock(mu_);
@@ -90,7 +90,7 @@ void LeaseKeeper::Renew() {
       hooks_.lost();
       lock.lock();
     } else {
-      // The first failure of an outage is a warning; the retries (every L/8) are not news.
+      // The first failure of an outage is a warning; the retries (every L/16) are not news.
       const int64_t left = std::chrono::duration_cast<milliseconds>(SelfFenceDeadline(renewed_at_, ttl_) - Clock::now()).count();
       if (failed_since_ok++ == 0) LOG_WARN("lease renewal failed ({} ms to self-fencing): {}", std::max<int64_t>(0, left), st.message());
       else LOG_DEBUG("lease renewal failed again: {}", st.message());

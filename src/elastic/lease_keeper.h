@@ -4,7 +4,7 @@
 // store can expire the lease and the controller hand their ranks to someone else. A
 // worker cut off with its host therefore never outlives its agent's registration.
 //
-// Timing (lease time L): a renewal every L/4, retried every L/8 after a failure, each
+// Timing (lease time L): a renewal every L/4, retried every L/16 after a failure, each
 // bounded by the store handle's request timeout (the agent gives renewals a handle of
 // their own, timeout L/4). A second thread, the watchdog, looks at the clock every
 // L/20 (at most 50 ms) whatever the renewal is blocked in. The store expires the lease
