@@ -12,10 +12,16 @@ PKGS=(cmake g++ make pkg-config libopenblas-dev libdnnl-dev libsentencepiece-dev
 # (libclang-rt-14-dev) and the OpenMP runtime clang links (libomp-dev); PyTorch for
 # /usr/bin/python3 (python3-torch, CPU) to run a torchrun script under `elastrain launch`
 # (tests/integration/test_launch_*.sh, bench/launch_recovery.sh); ethtool and ping for the
-# multi-host harness on network namespaces (tests/cluster/README.md).
+# multi-host harness on network namespaces (tests/cluster/README.md); Slurm and MUNGE for
+# a one-machine Slurm cluster, kubectl (kustomize) and Node.js (a schema validator from npm)
+# for the deploy/ tests (tests/deploy/README.md).
 if [ "${1:-}" = "--test" ]; then
   PKGS+=(prometheus chromium-headless-shell curl iproute2 clang libclang-rt-14-dev libomp-dev python3-torch
-         ethtool iputils-ping)
+         ethtool iputils-ping slurm-wlm munge)
+  # A kubectl already installed (another vendor's package) stays; Debian's otherwise.
+  command -v kubectl >/dev/null 2>&1 || PKGS+=(kubernetes-client)
+  command -v node >/dev/null 2>&1 || PKGS+=(nodejs)
+  command -v npm >/dev/null 2>&1 || PKGS+=(npm)
 fi
 missing=()
 for p in "${PKGS[@]}"; do
