@@ -1,7 +1,8 @@
 // Cluster mode and job control:
 //   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P] [--token-file F]
 //                  [--tls-cert C --tls-key K] [--metrics-without-token] [--allowed-host N]
-//   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] --slots K [--id ID] [--host-name N] [--address IP]
+//   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] [--slots K] [--id ID] [--host-name N] [--address IP]
+//                   (identity defaults from Kubernetes' downward API or Slurm: elastic/host_identity.h)
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...] [-- PROGRAM ARGS]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR]
@@ -30,6 +31,7 @@
 #include "common/signals.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
+#include "elastic/host_identity.h"
 #include "wire/exit_codes.h"
 #include "wire/worker_vocab.h"
 #include "monitor/job_api.h"
@@ -170,13 +172,38 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   app.add_option("--store", store_url, "etcd://HOST:PORT or etcds://HOST:PORT (TLS)")->required();
   StoreOptions store_opt;
   AddStoreOptions(app, &store_opt);
-  app.add_option("--slots", opt.slots, "worker processes on this host")->required()->check(CLI::Range(1, 4096));
-  app.add_option("--id", opt.id, "agent id, unique among live agents (default: <host>-<pid>)");
-  app.add_option("--host-name", opt.host, "this host's name for placement and messages (default: hostname)");
-  app.add_option("--address", opt.address, "address the workers bind and peers reach (Gloo)");
+  HostIdentity flags;
+  app.add_option("--slots", flags.slots, "worker processes on this host (default under Slurm: SLURM_GPUS_ON_NODE)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--id", flags.id,
+                 "agent id, unique among live agents (default: POD_NAME; under Slurm <node>-<job>.<step>; else "
+                 "<host>-<pid>)");
+  app.add_option("--host-name", flags.host,
+                 "this host's name for placement and messages (default: NODE_NAME, SLURMD_NODENAME, hostname)");
+  app.add_option("--address", flags.address,
+                 "address the workers bind and peers reach (Gloo) (default: POD_IP, else this host's address on the "
+                 "route to the store)");
   app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
       ->check(CLI::Range(0.5, 3600.0));
   if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
+  auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });
+  if (!identity.ok()) return FailCommand("agent", identity.status());
+  if (identity->address.empty()) {
+    auto where = ParseStoreUrl(store_url);
+    if (!where.ok()) return FailCommand("agent", where.status());
+    if (where->kind == StoreAddress::Kind::kMemory) {
+      identity->address = "127.0.0.1";
+    } else {
+      auto local = LocalAddressToward(where->host, where->port);
+      if (!local.ok()) return FailCommand("agent", local.status());
+      identity->address = local.value();
+    }
+  }
+  if (!identity->learned_from.empty()) LOG_INFO("agent: identity from {}", identity->learned_from);
+  opt.id = identity->id;
+  opt.host = identity->host;
+  opt.address = identity->address;
+  opt.slots = identity->slots;
   opt.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(lease_seconds * 1000));
   auto store = OpenStore(store_url, store_opt);
   if (!store.ok()) return FailCommand("agent", store.status());
