@@ -1,0 +1,77 @@
+# Issue #17, Done-when 1: deploy/slurm/elastrain.sbatch on a real one-machine Slurm cluster
+# (slurmctld and two slurmd on loopback, MUNGE; tests/deploy/slurm_lib.sh). One job,
+# `--nodes=1-2`, one worker per node (num_workers=1:2), meets in turn:
+#   a node's agent step SIGKILLed mid-run  -> host loss by lease: the job shrinks to one
+#                                             worker and goes on (the allocation survives);
+#   `scontrol requeue`                     -> the script runs again on a fresh allocation:
+#                                             the job resumes from its latest checkpoint;
+# and finishes: the Slurm job COMPLETED with exit 0, one metrics line per step, and no
+# process of the job left behind.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$SRC/tests/integration/etcd_lib.sh"
+source "$SRC/tests/deploy/slurm_lib.sh"
+STEPS=${STEPS:-300}
+slurm_setup n1 n2
+
+export ELASTRAIN="$BIN" ELASTRAIN_JOB_DIR="$WORK/job" ELASTRAIN_SLOTS_PER_NODE=1 ELASTRAIN_LEASE_SECONDS=3
+JOB=$(slurm_sbatch --chdir="$WORK" --output="$WORK/job.out" "$SRC/deploy/slurm/elastrain.sbatch" \
+  model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10 \
+  resource_wait_timeout=120 worker_heartbeat_timeout=30 collective_timeout=30 max_failures=10 preemption_notice_seconds=10)
+[[ $JOB =~ ^[0-9]+$ ]] && pass "sbatch: job $JOB" || { fail "sbatch: $JOB"; finish; exit 1; }
+RUN=$WORK/job/runs/elastrain-$JOB
+token() { ls "$WORK"/job/private/allocation-"$(job_field "$JOB" Restarts)"/head_token 2>/dev/null; }
+status_json() {
+  local t
+  t=$(token) || return 0
+  "$BIN" status --head "$(cat "$(dirname "$t")/head_url" 2>/dev/null)" --token-file "$t" --json 2>/dev/null || true
+}
+world() { status_json | "$JQ" world 2>/dev/null || true; }
+world_is() { [ "$(world)" = "$1" ]; }
+at_step() { [ "$(last_step "$RUN")" -ge "$1" ]; }
+show() { echo "    job: $(job_field "$JOB" JobState) restarts $(job_field "$JOB" Restarts); $(tail -2 "$WORK/job.out" | tr '\n' ' ')"; }
+
+wait_until 120 at_step 5 && pass "training on Slurm: step $(last_step "$RUN")" || { fail "no step 5"; show; tail -n 5 "$WORK"/job/logs/*; finish; exit 1; }
+wait_until 60 world_is 2 && pass "both nodes' agents train: world 2, ranks on $(status_json | "$JQ" ranks.0.host) and $(status_json | "$JQ" ranks.1.host)" ||
+  fail "world $(world), expected 2"
+grep -q "num_workers=1:2" "$WORK/job.out" && pass "--nodes=1-2 with one slot per node: num_workers=1:2" ||
+  fail "num_workers: $(grep -m1 num_workers "$WORK/job.out")"
+grep -q "identity from Slurm" "$WORK"/job/logs/agent-n2-0.log && pass "agent learned its identity from Slurm: $(grep -m1 -o 'identity from.*' "$WORK"/job/logs/agent-n2-0.log)" ||
+  fail "agent identity: $(head -3 "$WORK"/job/logs/agent-n2-0.log)"
+
+# 1. n2's agent step SIGKILLed: host loss.
+wait_until 120 at_step 15 || fail "no step 15"
+step=$(step_of "$JOB" agent-n2)
+s0=$(last_step "$RUN")
+echo "    steps: $(squeue -h -s -j "$JOB" -o '%i %j %N' | xargs)"
+scancel --signal=KILL "$step" 2>/dev/null && pass "n2's agent step $step SIGKILLed at step $s0" || fail "scancel $step"
+wait_until 60 world_is 1 && pass "the job shrank to world 1 (generation $(status_json | "$JQ" generation))" || fail "world $(world) after the kill"
+[ "$(status_json | "$JQ" ranks.0.host)" = n1 ] && pass "the survivor is n1's worker" || fail "rank 0 on $(status_json | "$JQ" ranks.0.host)"
+wait_until 120 at_step $((s0 + 15)) && pass "training went on without n2: step $(last_step "$RUN")" || fail "stuck at step $(last_step "$RUN")"
+[ "$(job_field "$JOB" JobState)" = RUNNING ] && pass "the allocation survived the node's step (--no-kill)" || fail "job state $(job_field "$JOB" JobState)"
+wait_until 60 bash -c "ls '$RUN'/checkpoints 2>/dev/null | grep -q ." || true
+ckpt=$("$JQ" --jsonl "$RUN/events.jsonl" event=checkpoint_saved step 2>/dev/null | sort -n | tail -1)
+[ -n "$ckpt" ] && [ "$ckpt" -gt "$s0" ] && pass "a checkpoint after the shrink: step $ckpt" || fail "no checkpoint after step $s0 (latest ${ckpt:-none})"
+
+# 2. scontrol requeue: the script runs again and resumes from the latest checkpoint.
+requeue_step=$(last_step "$RUN")
+scontrol requeue "$JOB" && pass "scontrol requeue $JOB at step $requeue_step" || fail "scontrol requeue"
+restarted() { [ "$(job_field "$JOB" Restarts)" = 1 ] && [ "$(job_field "$JOB" JobState)" = RUNNING ]; }
+# A requeued job waits for its begin time; release it at once.
+wait_until 60 bash -c "[ \"\$(scontrol show job $JOB | grep -o 'JobState=[A-Z]*')\" = JobState=PENDING ]" &&
+  scontrol update jobid="$JOB" StartTime=now 2>/dev/null || true
+wait_until 120 restarted && pass "the job runs again (Restarts=1, $(job_field "$JOB" NodeList))" || { fail "not restarted"; show; }
+restored() { [ -n "$("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step 2>/dev/null)" ]; }
+wait_until 120 restored && pass "resumed from the checkpoint of step $("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step | tail -1) (requeued at step $requeue_step)" ||
+  fail "no restore from a checkpoint: $(ev "$RUN" state_restored kind | xargs)"
+grep -q "restart 1" "$WORK/job.out" && pass "the batch script ran again: $(grep -m1 'restart 1' "$WORK/job.out" | cut -c1-150)" || fail "no second run in job.out"
+
+# The end: COMPLETED, exit 0, every step once.
+ended() { case $(job_field "$JOB" JobState) in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL) true ;; *) false ;; esac; }
+wait_until 600 ended || fail "the job did not end: $(job_field "$JOB" JobState) at step $(last_step "$RUN")"
+state=$(job_field "$JOB" JobState) code=$(job_field "$JOB" ExitCode)
+[ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && pass "Slurm job $JOB COMPLETED, exit $code; $(grep -o 'the job ended.*' "$WORK/job.out" | tail -1)" ||
+  { fail "Slurm job $JOB: $state, exit $code"; tail -20 "$WORK/job.out"; }
+check_lines "$RUN" "$STEPS" "requeued Slurm job"
+left=$(_marked_pids | while read -r p; do { cat "/proc/$p/comm"; } 2>/dev/null; done | grep -xE 'elastrain|etcd|slurmstepd' | sort | uniq -c | xargs || true)
+[ -z "$left" ] && pass "no process of the job left (etcd, head, agents, workers, step daemons)" || fail "left behind: $left"
+finish
