@@ -53,6 +53,17 @@ for k in "$K8S"/*/kustomization.yaml; do
   else fail "kustomize v2.0.3 fields only: $rel: ${bad:+fields $bad }${dirs:+directories under resources: $dirs}"; fi
 done
 
+# 1b. The image the manifests run: Debian bookworm, install_deps.sh's packages (without
+# --test), the user of the pods' runAsUser, elastrain as the entrypoint.
+CF=$SRC/deploy/Containerfile
+uids=$(grep -ho 'runAsUser: [0-9]*' "$K8S"/base/*.yaml | sort -u)
+if grep -q '^FROM .*debian:bookworm' "$CF" && grep -q 'install_deps.sh' "$CF" && ! grep -v '^#' "$CF" | grep -q 'install_deps.sh.*--test' &&
+   grep -q '^USER 10001' "$CF" && grep -q '^ENTRYPOINT \["elastrain"\]' "$CF" && [ "$uids" = "runAsUser: 10001" ]; then
+  pass "deploy/Containerfile: bookworm, install_deps.sh, USER 10001 = the pods' runAsUser, ENTRYPOINT elastrain"
+else
+  fail "deploy/Containerfile: expected FROM debian:bookworm, install_deps.sh without --test, USER 10001 matching the pods' runAsUser ($uids), ENTRYPOINT [\"elastrain\"]"
+fi
+
 # 2. Secrets as a user makes them.
 if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain >"$WORK/make-secrets.log" 2>&1; then
   pass "make-secrets.sh"
