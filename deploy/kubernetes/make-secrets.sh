@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# The Secrets elastrain's pods mount, made offline with openssl and kubectl:
+#   deploy/kubernetes/make-secrets.sh OUT_DIR [NAMESPACE]     (NAMESPACE: elastrain)
+# writes into OUT_DIR (created 0700; refused if it already holds a CA):
+#   ca.crt ca.key              a CA for this deployment (keep ca.key offline)
+#   etcd-server.crt .key       etcd's server and peer certificate: elastrain-etcd, its
+#                              members *.elastrain-etcd-peer.NAMESPACE.svc, localhost
+#   etcd-client.crt .key       the head's and agents' client certificate, without a Common
+#                              Name (etcd's JSON gateway refuses one when auth is on:
+#                              docs/etcd-tls.md)
+#   head.crt head.key          the head's HTTPS API: elastrain-head, its Service names,
+#                              localhost and 127.0.0.1 (kubectl port-forward)
+#   token                      the API's bearer token: 64 hex digits and a newline
+#   secrets.yaml               the four Secrets; apply with  kubectl apply -f OUT_DIR/secrets.yaml
+# Keys and the token are 0600. $KUBECTL (default kubectl) only formats the Secrets
+# (--dry-run=client): no cluster is contacted. A production cluster may use its own PKI
+# (cert-manager, ...) as long as the Secrets keep these names and keys.
+set -euo pipefail
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: $0 OUT_DIR [NAMESPACE]" >&2
+  exit 2
+fi
+out=$1
+ns=${2:-elastrain}
+kubectl=${KUBECTL:-kubectl}
+days=${CERT_DAYS:-365}
+for tool in openssl "$kubectl"; do
+  command -v "$tool" >/dev/null || { echo "make-secrets: $tool not found (Debian: apt-get install openssl kubernetes-client)" >&2; exit 1; }
+done
+if [ -e "$out/ca.key" ]; then
+  echo "make-secrets: $out/ca.key exists; refusing to issue a second CA over it (choose an empty OUT_DIR)" >&2
+  exit 1
+fi
+umask 077
+mkdir -p "$out"
+cd "$out"
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days "$days" \
+  -subj "/CN=elastrain CA ($ns)" -keyout ca.key -out ca.crt 2>/dev/null
+
+# issue NAME SUBJECT EXTENSIONS: NAME.key and NAME.crt signed by the CA.
+issue() {
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$2" \
+    -keyout "$1.key" -out "$1.csr" 2>/dev/null
+  printf '%s\n' "$3" >"$1.ext"
+  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$days" \
+    -extfile "$1.ext" -out "$1.crt" 2>/dev/null
+  rm -f "$1.csr" "$1.ext"
+}
+svc="$ns.svc"
+# etcd's gateway dials etcd's own gRPC server with this certificate: clientAuth too.
+issue etcd-server "/CN=elastrain-etcd" "subjectAltName=DNS:elastrain-etcd,DNS:elastrain-etcd.$svc,DNS:elastrain-etcd.$svc.cluster.local,DNS:*.elastrain-etcd-peer.$svc,DNS:*.elastrain-etcd-peer.$svc.cluster.local,DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth,clientAuth"
+issue etcd-client "/O=elastrain" "extendedKeyUsage=clientAuth"
+issue head "/CN=elastrain-head" "subjectAltName=DNS:elastrain-head,DNS:elastrain-head.$svc,DNS:elastrain-head.$svc.cluster.local,DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth"
+rm -f ca.srl
+openssl rand -hex 32 >token
+chmod 600 ./*.key token
+
+# tls_secret NAME CERT: a kubernetes.io/tls Secret with ca.crt beside tls.crt and tls.key.
+tls_secret() {
+  "$kubectl" create secret generic "$1" --namespace "$ns" --type kubernetes.io/tls \
+    --from-file=ca.crt=ca.crt --from-file=tls.crt="$2.crt" --from-file=tls.key="$2.key" \
+    --dry-run=client -o yaml
+}
+{
+  "$kubectl" create secret generic elastrain-api-token --namespace "$ns" --from-file=token=token \
+    --dry-run=client -o yaml
+  echo "---"
+  tls_secret elastrain-etcd-server-tls etcd-server
+  echo "---"
+  tls_secret elastrain-etcd-client-tls etcd-client
+  echo "---"
+  tls_secret elastrain-head-tls head
+} >secrets.yaml
+echo "make-secrets: CA, etcd server/peer, etcd client and head certificates, API token and secrets.yaml (namespace $ns) in $(pwd)"

@@ -1,0 +1,138 @@
+# shellcheck shell=bash
+# Issue 17, Kubernetes: deploy/kubernetes renders offline with kubectl kustomize, every
+# object validates against the Kubernetes API schemas, and each security property holds
+# in the rendered objects and is shown to be checked (validate/validate.js removes it
+# from a copy and expects its check to fail). Also: the kustomizations use only what
+# kustomize v2.0.3 (Debian's kubectl 1.20) understands, every kubectl given renders the
+# same objects, and make-secrets.sh makes what the pods expect.
+#   bash tests/deploy/test_kubernetes.sh [PATH/TO/elastrain]    (the binary is not used)
+# ELASTRAIN_KUBECTLS: the kubectls to render with, space-separated (default: kubectl);
+# tests/deploy/README.md shows how to add Debian's 1.20 without installing it.
+# Exits 77 (skipped) without kubectl, node, npm or openssl, or when npm cannot reach
+# its registry to install the validator's packages.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=${ELASTRAIN_SOURCE_DIR:-$(cd "$HERE/../.." && pwd)}
+K8S=$SRC/deploy/kubernetes
+VALIDATE=$SRC/tests/deploy/validate
+read -r -a KUBECTLS <<<"${ELASTRAIN_KUBECTLS:-kubectl}"
+
+skip() { echo "SKIP: $*"; exit 77; }
+for tool in "${KUBECTLS[@]}" node npm openssl; do
+  command -v "$tool" >/dev/null || skip "$tool not found (scripts/install_deps.sh --test installs kubectl, node and npm)"
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/elastrain-k8s.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+failures=0
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# The validator's packages, installed from package-lock.json; an install npm recorded
+# (node_modules/.package-lock.json) newer than the lock file is reused.
+if [ ! -f "$VALIDATE/node_modules/.package-lock.json" ] ||
+   [ "$VALIDATE/package-lock.json" -nt "$VALIDATE/node_modules/.package-lock.json" ]; then
+  if ! (cd "$VALIDATE" && npm ci --no-audit --no-fund) >"$WORK/npm.log" 2>&1; then
+    if grep -qE 'ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log"; then
+      skip "npm cannot reach its registry to install tests/deploy/validate's packages: $(grep -m1 -E 'ENOTFOUND|EAI_AGAIN|ECONN|ETIMEDOUT|ENETUNREACH|network' "$WORK/npm.log")"
+    fi
+    cat "$WORK/npm.log"
+    fail "npm ci in tests/deploy/validate"
+    exit 1
+  fi
+fi
+
+# 1. kustomize v2.0.3 compatibility, whatever kubectl renders here: no field it lacks,
+# and resources name files (a directory goes under bases).
+for k in "$K8S"/*/kustomization.yaml; do
+  rel=${k#"$SRC"/}
+  bad=$(grep -nE '^(patches|labels|replacements|components|buildMetadata|sortOptions):' "$k" || true)
+  dirs=$(awk '/^[a-zA-Z]/{in_res=($1=="resources:")} in_res && /^- /{print $2}' "$k" |
+         while read -r r; do [ -d "$(dirname "$k")/$r" ] && echo "$r"; done || true)
+  if [ -z "$bad$dirs" ]; then pass "kustomize v2.0.3 fields only: $rel"
+  else fail "kustomize v2.0.3 fields only: $rel: ${bad:+fields $bad }${dirs:+directories under resources: $dirs}"; fi
+done
+
+# 1b. The image the manifests run: Debian bookworm, install_deps.sh's packages (without
+# --test), the user of the pods' runAsUser, elastrain as the entrypoint.
+CF=$SRC/deploy/Containerfile
+uids=$(grep -ho 'runAsUser: [0-9]*' "$K8S"/base/*.yaml | sort -u)
+if grep -q '^FROM .*debian:bookworm' "$CF" && grep -q 'install_deps.sh' "$CF" && ! grep -v '^#' "$CF" | grep -q 'install_deps.sh.*--test' &&
+   grep -q '^USER 10001' "$CF" && grep -q '^ENTRYPOINT \["elastrain"\]' "$CF" && [ "$uids" = "runAsUser: 10001" ]; then
+  pass "deploy/Containerfile: bookworm, install_deps.sh, USER 10001 = the pods' runAsUser, ENTRYPOINT elastrain"
+else
+  fail "deploy/Containerfile: expected FROM debian:bookworm, install_deps.sh without --test, USER 10001 matching the pods' runAsUser ($uids), ENTRYPOINT [\"elastrain\"]"
+fi
+
+# 2. Secrets as a user makes them.
+if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain >"$WORK/make-secrets.log" 2>&1; then
+  pass "make-secrets.sh"
+  s=$WORK/secrets
+  modes=$(stat -c '%a %n' "$s"/*.key "$s/token" | grep -v '^600 ' || true)
+  [ -z "$modes" ] && pass "make-secrets.sh: keys and token are 0600" || fail "make-secrets.sh: not 0600: $modes"
+  grep -qE '^[0-9a-f]{64}$' "$s/token" && [ "$(wc -c <"$s/token")" -eq 65 ] &&
+    pass "make-secrets.sh: token is 64 hex digits and a newline" || fail "make-secrets.sh: token format"
+  for c in etcd-server etcd-client head; do
+    openssl verify -CAfile "$s/ca.crt" "$s/$c.crt" >/dev/null 2>&1 && pass "make-secrets.sh: $c.crt chains to ca.crt" ||
+      fail "make-secrets.sh: $c.crt does not verify against ca.crt"
+  done
+  san=$(openssl x509 -in "$s/etcd-server.crt" -noout -ext subjectAltName 2>/dev/null)
+  for n in DNS:elastrain-etcd DNS:\*.elastrain-etcd-peer.elastrain.svc; do
+    [[ $san == *"$n"* ]] && pass "make-secrets.sh: etcd-server.crt names $n" || fail "make-secrets.sh: etcd-server.crt lacks $n"
+  done
+  san=$(openssl x509 -in "$s/head.crt" -noout -ext subjectAltName 2>/dev/null)
+  for n in DNS:elastrain-head, DNS:elastrain-head.elastrain.svc, DNS:localhost; do
+    [[ $san == *"$n"* ]] && pass "make-secrets.sh: head.crt names ${n%,}" || fail "make-secrets.sh: head.crt lacks ${n%,}"
+  done
+  subj=$(openssl x509 -in "$s/etcd-client.crt" -noout -subject)
+  [[ $subj != *CN* ]] && pass "make-secrets.sh: etcd-client.crt has no Common Name (etcd's JSON gateway)" ||
+    fail "make-secrets.sh: etcd-client.crt has a Common Name: $subj"
+else
+  cat "$WORK/make-secrets.log"
+  fail "make-secrets.sh"
+fi
+
+# 3. The schema validator refuses what it should (or its PASS lines mean nothing).
+printf 'apiVersion: v1\nkind: Podd\nmetadata: {name: a}\n' >"$WORK/unknown.yaml"
+printf 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: b}\nspec: {replicas: "two", selector: {}, template: {}}\n' >"$WORK/invalid.yaml"
+for f in unknown invalid; do
+  if node "$VALIDATE/validate.js" "$WORK/$f.yaml" >"$WORK/$f.out" 2>&1; then fail "validate.js accepts an $f object"
+  elif grep -q "^FAIL schema" "$WORK/$f.out"; then pass "validate.js refuses an $f object: $(grep -m1 '^FAIL schema' "$WORK/$f.out")"
+  else fail "validate.js failed on an $f object without a schema error"; fi
+done
+
+# 4. Each overlay, rendered by each kubectl: the same objects, valid and secure.
+for overlay in base gke; do
+  flag=()
+  [ "$overlay" = gke ] && flag=(--gke)
+  first=""
+  for i in "${!KUBECTLS[@]}"; do
+    kc=${KUBECTLS[$i]}
+    out=$WORK/$overlay.$i.yaml
+    ver=$("$kc" version --client 2>/dev/null | grep -oE "v[0-9]+\.[0-9]+\.[0-9]+" | head -1 || true)
+    if "$kc" kustomize "$K8S/$overlay" >"$out" 2>"$WORK/kustomize.err"; then
+      pass "render deploy/kubernetes/$overlay with $kc ($ver)"
+    else
+      fail "render deploy/kubernetes/$overlay with $kc ($ver): $(cat "$WORK/kustomize.err")"
+      continue
+    fi
+    if [ -z "$first" ]; then
+      first=$out
+      echo "--- validate.js ${flag[*]} deploy/kubernetes/$overlay + make-secrets.sh's secrets.yaml"
+      if node "$VALIDATE/validate.js" "${flag[@]}" "$out" "$WORK/secrets/secrets.yaml"; then pass "validate deploy/kubernetes/$overlay"
+      else fail "validate deploy/kubernetes/$overlay (the FAIL lines above)"; fi
+    elif node "$VALIDATE/validate.js" --same "$first" "$out"; then
+      pass "deploy/kubernetes/$overlay: ${KUBECTLS[0]} and $kc render the same objects"
+    else
+      fail "deploy/kubernetes/$overlay: ${KUBECTLS[0]} and $kc render different objects"
+    fi
+  done
+done
+
+echo
+if [ "$failures" -eq 0 ]; then
+  echo "test_kubernetes: all passed (kubectl: ${KUBECTLS[*]})"
+else
+  echo "test_kubernetes: $failures FAILED"
+  exit 1
+fi
