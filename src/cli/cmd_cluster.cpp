@@ -139,10 +139,16 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   auto url = api.Start(host, port);
   if (!url.ok()) return FailCommand("head", url.status());
   // The CLI sends this token only to the URL recorded beside it (cli/api_client.h).
+  // A token in a mounted secret (Kubernetes) has no writable directory beside it: clients
+  // there name the head with --head.
   const std::string url_file = UrlFileBeside(token_file);
-  if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
-  std::printf("elastrain head: API at %s, store %s, token %s (URL recorded in %s)\n", url->c_str(), store_url.c_str(),
-              token_file.c_str(), url_file.c_str());
+  const bool record_url = !OnReadOnlyFileSystem(fs::path(url_file).parent_path().string());
+  if (record_url) {
+    if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
+  }
+  std::printf("elastrain head: API at %s, store %s, token %s (%s)\n", url->c_str(), store_url.c_str(),
+              token_file.c_str(),
+              record_url ? ("URL recorded in " + url_file).c_str() : "a read-only mount: the URL is not recorded");
   std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
   std::fflush(stdout);
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
@@ -160,7 +166,7 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   api.Stop();
   // A URL nothing answers any more must not receive the token (unless another head
   // has recorded its own since).
-  RemoveUrlFile(url_file, url.value());
+  if (record_url) RemoveUrlFile(url_file, url.value());
   return kExitSuccess;
 }
 

@@ -3,6 +3,7 @@
 #include "common/safe_path.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -85,6 +86,11 @@ bool FileExists(const std::string& path) {
 bool IsDirectory(const std::string& path) {
   std::error_code ec;
   return fs::is_directory(path, ec);
+}
+
+bool OnReadOnlyFileSystem(const std::string& path) {
+  struct statvfs fs {};
+  return ::statvfs(path.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0;
 }
 
 Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir) {

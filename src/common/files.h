@@ -18,6 +18,8 @@ Status WriteFileAtomic(const std::string& path, const std::string& data);
 Status MakeDirs(const std::string& path);
 bool FileExists(const std::string& path);
 bool IsDirectory(const std::string& path);
+// Whether `path` (a file or directory that exists) sits on a read-only file system.
+bool OnReadOnlyFileSystem(const std::string& path);
 // Regular files directly under `dir` or below it, sorted by path.
 Result<std::vector<std::string>> ListFilesRecursive(const std::string& dir);
 

@@ -15,6 +15,7 @@
 
 #include "common/files.h"
 #include "common/safe_path.h"
+#include "common/secret_file.h"
 
 namespace elastrain {
 
@@ -78,19 +79,28 @@ Status CheckTrusted(const std::string& path, int fd) {
 }  // namespace
 
 Result<std::string> ReadTokenFile(const std::string& path) {
+  const std::string what = "the API token file " + path;
   // O_NONBLOCK: a FIFO planted at the path must not block the open; fstat refuses it.
   UniqueFd f(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  bool mounted = false;
   if (f.get() < 0) {
     const int err = errno;
     if (err == ENOENT) return Status::NotFound(fmt::format("no API token file at {}", path));
-    if (err == ELOOP) {
-      return Status::InvalidArgument(fmt::format("the API token file {} is a symbolic link; expected a regular file "
-                                                 "(refusing to follow it: remove the link)",
-                                                 path));
+    if (err != ELOOP) return Status::IOError(fmt::format("cannot open {}: {}", what, std::strerror(err)));
+    // A link is followed only into a mounted secret (common/secret_file.h).
+    f = UniqueFd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+    if (f.get() < 0)
+      return Status::IOError(fmt::format("cannot open {} (a symbolic link): {}", what, std::strerror(errno)));
+    ELASTRAIN_ASSIGN_OR_RETURN(mounted, CheckMountedSecret(f.get(), what));
+    if (!mounted) {
+      return Status::InvalidArgument(fmt::format("{} is a symbolic link; expected a regular file (refusing to follow "
+                                                 "it out of a read-only secret mount: remove the link)",
+                                                 what));
     }
-    return Status::IOError(fmt::format("cannot open the API token file {}: {}", path, std::strerror(err)));
+  } else {
+    ELASTRAIN_ASSIGN_OR_RETURN(mounted, CheckMountedSecret(f.get(), what));
   }
-  ELASTRAIN_RETURN_IF_ERROR(CheckTrusted(path, f.get()));
+  if (!mounted) ELASTRAIN_RETURN_IF_ERROR(CheckTrusted(path, f.get()));
   char buf[kTokenHexDigits + 3];
   size_t got = 0;
   while (got < sizeof(buf)) {

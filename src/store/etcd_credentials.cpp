@@ -9,6 +9,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "common/secret_file.h"
+
 namespace elastrain {
 
 namespace {
@@ -44,6 +46,13 @@ Status CheckFile(const std::string& url, std::string StoreOptions::*field, const
   if (::stat(path.c_str(), &st) != 0)
     return Status::InvalidArgument(what + ": " + std::strerror(errno) + ": expected a readable PEM file");
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(what + ": not a regular file");
+  if (secret) {
+    // A Kubernetes Secret volume (read-only, group-readable for the pod's fsGroup) has
+    // its own rule (common/secret_file.h).
+    auto mounted = CheckMountedSecretPath(path, what);
+    if (!mounted.ok()) return mounted.status();
+    if (mounted.value()) return Status::OK();
+  }
   if (secret && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
