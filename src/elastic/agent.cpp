@@ -93,7 +93,10 @@ class Agent::Impl {
   void Fence(const std::string& why);
   // After the keeper found the lease gone: register again (fresh capacity), retrying.
   void RegisterAgainIfLost();
+  AgentInfo Info(int slots, bool preempting) const;
   Status PutAgentInfo(int slots, bool preempting);
+  std::string Holder();
+  Status WaitForFreeId();
   Status SyncWithStore();
   Result<JobKeys> ReadJobKeys();
   JobObserved ObserveJob(const JobKeys& k);
@@ -208,7 +211,7 @@ void Agent::Impl::Do(const PutReport& a) {
 }
 
 // ---------------------------------------------------------------- registration
-Status Agent::Impl::PutAgentInfo(int slots, bool preempting) {
+AgentInfo Agent::Impl::Info(int slots, bool preempting) const {
   AgentInfo info;
   info.id = opt_.id;
   info.host = opt_.host;
@@ -217,16 +220,55 @@ Status Agent::Impl::PutAgentInfo(int slots, bool preempting) {
   info.pid = static_cast<int>(::getpid());
   info.started_at = WallSeconds();
   info.preempting = preempting;
-  return store_.Put(keys::Agent(opt_.id), ToJson(info), lease_).status();
+  return info;
+}
+
+Status Agent::Impl::PutAgentInfo(int slots, bool preempting) {
+  return store_.Put(keys::Agent(opt_.id), ToJson(Info(slots, preempting)), lease_).status();
+}
+
+// Who holds the registration of this agent's id, for messages.
+std::string Agent::Impl::Holder() {
+  auto held = store_.Get(keys::Agent(opt_.id));
+  AgentInfo other;
+  if (!held.ok() || !held->has_value() || !FromJson(held->value().value, &other).ok()) return "another agent";
+  return fmt::format("pid {} on host {} ({})", other.pid, other.host, other.address);
+}
+
+Status Agent::Impl::WaitForFreeId() {
+  // An agent of this id that just died (a restarted pod or service) holds its
+  // registration until its lease expires: wait that out, then refuse.
+  const Clock::time_point deadline = Clock::now() + 2 * opt_.lease_ttl + std::chrono::seconds(1);
+  bool told = false;
+  for (;;) {
+    ELASTRAIN_ASSIGN_OR_RETURN(auto held, store_.Get(keys::Agent(opt_.id)));
+    if (!held.has_value()) return Status::OK();
+    if (Clock::now() >= deadline || a_->stop_ || a_->preempt_)
+      return Status::FailedPrecondition(fmt::format("agent id {} is registered by a live agent: {}; an id must be "
+                                                    "unique among live agents (pass another --id)",
+                                                    opt_.id, Holder()));
+    if (!told) LOG_WARN("agent {}: the id is still registered by {}; waiting for its lease to end", opt_.id, Holder());
+    told = true;
+    std::this_thread::sleep_for(opt_.lease_ttl / 8);
+  }
 }
 
 Status Agent::Impl::Register() {
+  ELASTRAIN_RETURN_IF_ERROR(WaitForFreeId());
   const Clock::time_point asked = Clock::now();
   ELASTRAIN_ASSIGN_OR_RETURN(LeaseId lease, store_.GrantLease(opt_.lease_ttl));
   lease_ = lease;
   keeper_.Start(asked);
   const int slots = machine_->preempting() ? 0 : machine_->LiveSlots();
-  ELASTRAIN_RETURN_IF_ERROR(PutAgentInfo(slots, machine_->preempting()));
+  // Created only where no key is: two agents starting with one id cannot both register.
+  ELASTRAIN_ASSIGN_OR_RETURN(bool created, store_.CompareAndSwap(keys::Agent(opt_.id), 0,
+                                                                 ToJson(Info(slots, machine_->preempting())), lease_));
+  if (!created) {
+    (void)store_.RevokeLease(lease_);  // its keeper finds the lease gone: this agent tries again later
+    return Status::FailedPrecondition(fmt::format("agent id {} was registered by {} at the same moment; an id must be "
+                                                  "unique among live agents (pass another --id)",
+                                                  opt_.id, Holder()));
+  }
   Feed(Registered{});
   LOG_INFO("agent {} registered in {} (host {}, {} slots, lease {} ms)", opt_.id, store_.url(), opt_.host, slots,
            opt_.lease_ttl.count());

@@ -96,6 +96,13 @@ refused_twice() { [ "$(grep -c 'refused command' "$WORK/h1.log")" -ge 2 ]; }
 wait_until 30 refused_twice && pass "forged commands refused: $(grep -m1 -o 'refused command.*' "$WORK/h1.log")" \
   || fail "forged commands not refused: $(tail -3 "$WORK/h1.log")"
 kill -0 "${AGENT[h1]}" 2>/dev/null && pass "agent h1 still runs (a forged host kill was refused)" || fail "agent h1 is gone"
+# An agent id is unique among live agents: a second agent "h1" waits out two leases, then
+# is refused, naming the live one; h1 runs on untouched.
+rc=0
+out=$(timeout 30 "$BIN" agent --store "$ETCD_URL" --slots 1 --id h1 --lease-seconds 2 2>&1) || rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] && grep -q "agent id h1 is registered by a live agent: pid ${AGENT[h1]}" <<<"$out" &&
+  pass "a second agent h1 is refused (exit $rc): $(grep -o 'agent id h1 is.*' <<<"$out" | cut -c1-140)" || fail "second h1 (exit $rc): $out"
+kill -0 "${AGENT[h1]}" 2>/dev/null && pass "the first agent h1 runs on" || fail "agent h1 is gone"
 
 # 7: the head dies and comes back.
 gen_before=$(field generation)
