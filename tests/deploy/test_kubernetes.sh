@@ -58,10 +58,10 @@ done
 CF=$SRC/deploy/Containerfile
 uids=$(grep -ho 'runAsUser: [0-9]*' "$K8S"/base/*.yaml | sort -u)
 if grep -q '^FROM .*debian:bookworm' "$CF" && grep -q 'install_deps.sh' "$CF" && ! grep -v '^#' "$CF" | grep -q 'install_deps.sh.*--test' &&
-   grep -q '^USER 10001' "$CF" && grep -q '^ENTRYPOINT \["elastrain"\]' "$CF" && [ "$uids" = "runAsUser: 10001" ]; then
-  pass "deploy/Containerfile: bookworm, install_deps.sh, USER 10001 = the pods' runAsUser, ENTRYPOINT elastrain"
+   grep -q '^USER 10001' "$CF" && grep -q '^ENTRYPOINT \["/usr/bin/tini", "--", "elastrain"\]' "$CF" && [ "$uids" = "runAsUser: 10001" ]; then
+  pass "deploy/Containerfile: bookworm, install_deps.sh, USER 10001 = the pods' runAsUser, ENTRYPOINT tini -- elastrain (PID 1 reaps orphans)"
 else
-  fail "deploy/Containerfile: expected FROM debian:bookworm, install_deps.sh without --test, USER 10001 matching the pods' runAsUser ($uids), ENTRYPOINT [\"elastrain\"]"
+  fail "deploy/Containerfile: expected FROM debian:bookworm, install_deps.sh without --test, USER 10001 matching the pods' runAsUser ($uids), ENTRYPOINT [\"/usr/bin/tini\", \"--\", \"elastrain\"]"
 fi
 
 # 2. Secrets as a user makes them.
