@@ -31,14 +31,20 @@ HostIdentity Flags(int slots = 2) {
   return f;
 }
 
+void ExpectIdentity(const Result<HostIdentity>& got, const std::string& id, const std::string& host,
+                    const std::string& address, int slots) {
+  ASSERT_TRUE(got.ok()) << got.status().message();
+  EXPECT_EQ(got->id, id);
+  EXPECT_EQ(got->host, host);
+  EXPECT_EQ(got->address, address);
+  EXPECT_EQ(got->slots, slots);
+}
+
 TEST(HostIdentity, FlagsOnlyLeaveDefaultsToTheAgent) {
   FakeEnv env;
   auto id = ResolveHostIdentity(Flags(), env.Lookup());
-  ASSERT_TRUE(id.ok()) << id.status().message();
-  EXPECT_EQ(id->id, "");
-  EXPECT_EQ(id->host, "");
-  EXPECT_EQ(id->address, "");
-  EXPECT_EQ(id->slots, 2);
+  ExpectIdentity(id, "", "", "", 2);
+  ASSERT_TRUE(id.ok());
   EXPECT_EQ(id->learned_from, "");
 }
 
@@ -46,10 +52,8 @@ TEST(HostIdentity, KubernetesDownwardApi) {
   FakeEnv env{{{"POD_NAME", "elastrain-agent-1"}, {"NODE_NAME", "gke-spot-pool-a1b2"}, {"POD_IP", "10.4.2.7"},
                {"SLURMD_NODENAME", "ignored"}}};
   auto id = ResolveHostIdentity(Flags(), env.Lookup());
-  ASSERT_TRUE(id.ok()) << id.status().message();
-  EXPECT_EQ(id->id, "elastrain-agent-1");
-  EXPECT_EQ(id->host, "gke-spot-pool-a1b2");
-  EXPECT_EQ(id->address, "10.4.2.7");
+  ExpectIdentity(id, "elastrain-agent-1", "gke-spot-pool-a1b2", "10.4.2.7", 2);
+  ASSERT_TRUE(id.ok());
   EXPECT_THAT(id->learned_from, HasSubstr("Kubernetes"));
   EXPECT_THAT(id->learned_from, HasSubstr("POD_NAME"));
 }
@@ -58,11 +62,8 @@ TEST(HostIdentity, SlurmNodeJobAndStep) {
   FakeEnv env{{{"SLURMD_NODENAME", "n2"}, {"SLURM_JOB_ID", "41"}, {"SLURM_STEP_ID", "3"},
                {"SLURM_GPUS_ON_NODE", "8"}}};
   auto id = ResolveHostIdentity(Flags(0), env.Lookup());
-  ASSERT_TRUE(id.ok()) << id.status().message();
-  EXPECT_EQ(id->id, "n2-41.3");
-  EXPECT_EQ(id->host, "n2");
-  EXPECT_EQ(id->address, "");  // the route to the store tells
-  EXPECT_EQ(id->slots, 8);
+  ExpectIdentity(id, "n2-41.3", "n2", "", 8);  // the address: the route to the store tells
+  ASSERT_TRUE(id.ok());
   EXPECT_THAT(id->learned_from, HasSubstr("Slurm"));
 }
 
@@ -73,11 +74,8 @@ TEST(HostIdentity, FlagsWinOverTheEnvironment) {
   f.host = "h1";
   f.address = "192.168.1.5";
   auto id = ResolveHostIdentity(f, env.Lookup());
-  ASSERT_TRUE(id.ok()) << id.status().message();
-  EXPECT_EQ(id->id, "a1");
-  EXPECT_EQ(id->host, "h1");
-  EXPECT_EQ(id->address, "192.168.1.5");
-  EXPECT_EQ(id->slots, 3);
+  ExpectIdentity(id, "a1", "h1", "192.168.1.5", 3);
+  ASSERT_TRUE(id.ok());
   EXPECT_EQ(id->learned_from, "");
 }
 
