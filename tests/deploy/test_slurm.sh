@@ -9,7 +9,8 @@
 #                                             Slurm's preemption send): its workers save and
 #                                             leave, no failure is counted;
 # and finishes: the Slurm job COMPLETED with exit 0, one metrics line per step, and no
-# process of the job left behind.
+# process of the job left behind. Then a second job on the same job directory and run
+# name (as after a time limit) goes on from the latest checkpoint.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
 source "$SRC/tests/deploy/slurm_lib.sh"
@@ -91,6 +92,16 @@ state=$(job_field "$JOB" JobState) code=$(job_field "$JOB" ExitCode)
 [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && pass "Slurm job $JOB COMPLETED, exit $code; $(grep -o 'the job ended.*' "$WORK/job.out" | tail -1)" ||
   { fail "Slurm job $JOB: $state, exit $code"; tail -20 "$WORK/job.out"; }
 check_lines "$RUN" "$STEPS" "requeued Slurm job"
+# 4. A new job (after a time limit, say) with the same job directory and run name goes on
+# from the run's latest checkpoint, to a larger `steps`.
+JOB2=$(ELASTRAIN_RUN_NAME=elastrain-$JOB slurm_sbatch --chdir="$WORK" --output="$WORK/job2.out" \
+  "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny threads_per_worker=1 steps=$((STEPS + 20)) log_period=1 \
+  eval_interval=0 checkpoint_period=10 resource_wait_timeout=120 collective_timeout=30)
+job2_ended() { [ "$(job_field "$JOB2" JobState)" = COMPLETED ] || [ "$(job_field "$JOB2" JobState)" = FAILED ]; }
+wait_until 300 job2_ended && [ "$(job_field "$JOB2" JobState)" = COMPLETED ] &&
+  pass "a second job ($JOB2) on the same run went on from step $("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step | tail -1) to $((STEPS + 20)): COMPLETED" ||
+  { fail "second job $JOB2: $(job_field "$JOB2" JobState)"; tail -5 "$WORK/job2.out"; }
+check_lines "$RUN" "$((STEPS + 20))" "two Slurm jobs on one run"
 left=$(_marked_pids | while read -r p; do { cat "/proc/$p/comm"; } 2>/dev/null; done | grep -xE 'elastrain|etcd|slurmstepd' | sort | uniq -c | xargs || true)
 [ -z "$left" ] && pass "no process of the job left (etcd, head, agents, workers, step daemons)" || fail "left behind: $left"
 finish
