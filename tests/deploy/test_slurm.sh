@@ -23,7 +23,8 @@ JOB=$(slurm_sbatch --chdir="$WORK" --output="$WORK/job.out" "$SRC/deploy/slurm/e
   resource_wait_timeout=120 worker_heartbeat_timeout=30 collective_timeout=30 max_failures=10 preemption_notice_seconds=10)
 [[ $JOB =~ ^[0-9]+$ ]] && pass "sbatch: job $JOB" || { fail "sbatch: $JOB"; finish; exit 1; }
 RUN=$WORK/job/runs/elastrain-$JOB
-token() { ls "$WORK"/job/private/allocation-"$(job_field "$JOB" Restarts)"/head_token 2>/dev/null; }
+CUR_JOB=$JOB  # the job whose head status_json asks
+token() { ls "$WORK"/job/private/allocation-"$(job_field "$CUR_JOB" Restarts)"/head_token 2>/dev/null; }
 status_json() {
   local t
   t=$(token) || return 0
@@ -93,15 +94,23 @@ state=$(job_field "$JOB" JobState) code=$(job_field "$JOB" ExitCode)
   { fail "Slurm job $JOB: $state, exit $code"; tail -20 "$WORK/job.out"; }
 check_lines "$RUN" "$STEPS" "requeued Slurm job"
 # 4. A new job (after a time limit, say) with the same job directory and run name goes on
-# from the run's latest checkpoint, to a larger `steps`.
+# from the run's latest checkpoint, to a larger `steps`; there node n2 is set DOWN by the
+# administrator mid-run: Slurm ends its step (the allocation stays, --no-kill) and the
+# job goes on without it.
+MORE=$((STEPS + 200))
 JOB2=$(ELASTRAIN_RUN_NAME=elastrain-$JOB slurm_sbatch --chdir="$WORK" --output="$WORK/job2.out" \
-  "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny threads_per_worker=1 steps=$((STEPS + 20)) log_period=1 \
+  "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny threads_per_worker=1 steps=$MORE log_period=1 \
   eval_interval=0 checkpoint_period=10 resource_wait_timeout=120 collective_timeout=30)
+CUR_JOB=$JOB2
+wait_until 120 at_step $((STEPS + 5)) && wait_until 60 world_is 2 && pass "a second job ($JOB2) on the same run: step $(last_step "$RUN"), world 2" ||
+  fail "second job $JOB2: step $(last_step "$RUN"), world $(world)"
+scontrol update NodeName=n2 State=DOWN Reason=elastrain-test && echo "    n2 set DOWN at step $(last_step "$RUN")"
+wait_until 60 world_is 1 && pass "n2 DOWN: the job went on with world 1 (generation $(status_json | "$JQ" generation))" || fail "world $(world) after n2 went DOWN"
 job2_ended() { [ "$(job_field "$JOB2" JobState)" = COMPLETED ] || [ "$(job_field "$JOB2" JobState)" = FAILED ]; }
 wait_until 300 job2_ended && [ "$(job_field "$JOB2" JobState)" = COMPLETED ] &&
-  pass "a second job ($JOB2) on the same run went on from step $("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step | tail -1) to $((STEPS + 20)): COMPLETED" ||
+  pass "the second job went on from step $("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step | tail -1) to $MORE: COMPLETED" ||
   { fail "second job $JOB2: $(job_field "$JOB2" JobState)"; tail -5 "$WORK/job2.out"; }
-check_lines "$RUN" "$((STEPS + 20))" "two Slurm jobs on one run"
+check_lines "$RUN" "$MORE" "two Slurm jobs on one run"
 left=$(_marked_pids | while read -r p; do { cat "/proc/$p/comm"; } 2>/dev/null; done | grep -xE 'elastrain|etcd|slurmstepd' | sort | uniq -c | xargs || true)
 [ -z "$left" ] && pass "no process of the job left (etcd, head, agents, workers, step daemons)" || fail "left behind: $left"
 finish
