@@ -126,12 +126,14 @@ int RunHeadCommand(const std::vector<std::string>& args) {
                "serve /metrics without the token (to a Prometheus without one)");
   app.add_option("--allowed-host", api_options.allowed_hosts,
                  "a Host name the API answers besides --host (e.g. a proxy's name; repeatable)");
+  double store_wait = 0;
+  AddStoreWaitOption(app, &store_wait);
   if (int rc = ParseArgs(app, "head", args); rc >= 0) return rc;
   if (api_options.tls_cert.empty() != api_options.tls_key.empty())
     return FailCommand("head", Status::InvalidArgument("--tls-cert and --tls-key go together"));
   auto token = EnsureHeadToken(token_file);
   if (!token.ok()) return FailCommand("head", token.status());
-  auto store = OpenStore(store_url, store_opt);
+  auto store = OpenStoreWaiting(store_url, store_opt, store_wait);
   if (!store.ok()) return FailCommand("head", store.status());
   api_options.token = token.value();
   api_options.token_file = token_file;
@@ -191,6 +193,8 @@ int RunAgentCommand(const std::vector<std::string>& args) {
                  "route to the store)");
   app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
       ->check(CLI::Range(0.5, 3600.0));
+  double store_wait = 0;
+  AddStoreWaitOption(app, &store_wait);
   if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
   auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });
   if (!identity.ok()) return FailCommand("agent", identity.status());
@@ -211,7 +215,7 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   opt.address = identity->address;
   opt.slots = identity->slots;
   opt.lease_ttl = std::chrono::milliseconds(static_cast<int64_t>(lease_seconds * 1000));
-  auto store = OpenStore(store_url, store_opt);
+  auto store = OpenStoreWaiting(store_url, store_opt, store_wait);
   if (!store.ok()) return FailCommand("agent", store.status());
   opt.worker_env = StoreCredentialsEnv(store_opt);  // the workers open the rendezvous store too
   // Renewals get a handle of their own whose requests give up within lease/4: a request

@@ -1,5 +1,11 @@
 #include "cli/store_args.h"
 
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
 #include "wire/protocol.h"
 
 namespace elastrain {
@@ -16,6 +22,33 @@ void AddStoreOptions(CLI::App& app, StoreOptions* opt, const std::function<const
   app.add_option("--store-user", opt->user, "etcds://: etcd user, when etcd auth is enabled" + env(kEnvEtcdUser));
   app.add_option("--store-password-file", opt->password_file,
                  "etcds://: file whose first line is that user's password, mode 0600" + env(kEnvEtcdPasswordFile));
+}
+
+void AddStoreWaitOption(CLI::App& app, double* seconds) {
+  app.add_option("--store-wait", *seconds,
+                 "seconds to keep trying a store that does not answer yet (pieces of a cluster starting in any "
+                 "order); 0: fail at once")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
+}
+
+Result<std::shared_ptr<Store>> OpenStoreWaiting(const std::string& url, const StoreOptions& opt,
+                                                double wait_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_seconds);
+  bool told = false;
+  for (;;) {
+    auto store = OpenStore(url, opt);
+    if (store.ok() || store.status().code() != StatusCode::kUnavailable ||
+        std::chrono::steady_clock::now() >= deadline) {
+      if (!store.ok() && told && store.status().code() == StatusCode::kUnavailable)
+        return Status::Unavailable(fmt::format("{} (still, after --store-wait {} s)", store.status().message(),
+                                               wait_seconds));
+      return store;
+    }
+    if (!told) LOG_WARN("{}; trying again every second for up to {} s (--store-wait)", store.status().message(), wait_seconds);
+    told = true;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
 }
 
 }  // namespace elastrain

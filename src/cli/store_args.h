@@ -15,4 +15,14 @@ namespace elastrain {
 void AddStoreOptions(CLI::App& app, StoreOptions* opt,
                      const std::function<const char*(const char*)>& getenv = std::getenv);
 
+// --store-wait SECONDS, for the long-running commands (head, agent): a cluster whose
+// pieces start in any order (Kubernetes pods, a batch script) retries a store that does
+// not answer yet instead of exiting.
+void AddStoreWaitOption(CLI::App& app, double* seconds);
+
+// OpenStore, tried again every second while the store is unreachable (Unavailable) for
+// up to `wait_seconds`; any other error (a refused certificate, a bad URL) at once.
+Result<std::shared_ptr<Store>> OpenStoreWaiting(const std::string& url, const StoreOptions& opt,
+                                                double wait_seconds);
+
 }  // namespace elastrain
