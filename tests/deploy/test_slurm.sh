@@ -18,6 +18,17 @@ STEPS=${STEPS:-400}
 slurm_setup n1 n2
 
 export ELASTRAIN="$BIN" ELASTRAIN_JOB_DIR="$WORK/job" ELASTRAIN_SLOTS_PER_NODE=1 ELASTRAIN_LEASE_SECONDS=3
+
+# Bad settings end the batch script at once, naming the variable and what was expected.
+bad_job() {  # VAR=VALUE PATTERN
+  local j
+  j=$(env "$1" "$SLURM_MARK" sbatch --parsable --chdir="$WORK" --output="$WORK/bad.out" "$SRC/deploy/slurm/elastrain.sbatch")
+  wait_until 60 bash -c "[ \"\$(scontrol show job $j | grep -o 'JobState=[A-Z]*')\" = JobState=FAILED ]" &&
+    grep -q "$2" "$WORK/bad.out" && pass "$1: the job FAILED: $(grep -m1 "$2" "$WORK/bad.out" | cut -c1-120)" ||
+    fail "$1: $(job_field "$j" JobState): $(tail -2 "$WORK/bad.out")"
+}
+bad_job ELASTRAIN_SLOTS_PER_NODE=2x "ELASTRAIN_SLOTS_PER_NODE=2x: expected a count"
+bad_job 'ELASTRAIN_STORE_PORT=80;rm' "ELASTRAIN_STORE_PORT=80;rm: expected a port"
 JOB=$(slurm_sbatch --chdir="$WORK" --output="$WORK/job.out" "$SRC/deploy/slurm/elastrain.sbatch" \
   model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10 \
   resource_wait_timeout=120 worker_heartbeat_timeout=30 collective_timeout=30 max_failures=10 preemption_notice_seconds=10)
