@@ -14,7 +14,7 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
 source "$SRC/tests/deploy/slurm_lib.sh"
-STEPS=${STEPS:-400}
+STEPS=${STEPS:-300}
 slurm_setup n1 n2
 
 export ELASTRAIN="$BIN" ELASTRAIN_JOB_DIR="$WORK/job" ELASTRAIN_SLOTS_PER_NODE=1 ELASTRAIN_LEASE_SECONDS=3
@@ -108,7 +108,7 @@ check_lines "$RUN" "$STEPS" "requeued Slurm job"
 # from the run's latest checkpoint, to a larger `steps`; there node n2 is set DOWN by the
 # administrator mid-run: Slurm ends its step (the allocation stays, --no-kill) and the
 # job goes on without it.
-MORE=$((STEPS + 200))
+MORE=$((STEPS + 150))
 JOB2=$(ELASTRAIN_RUN_NAME=elastrain-$JOB slurm_sbatch --chdir="$WORK" --output="$WORK/job2.out" \
   "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny threads_per_worker=1 steps=$MORE log_period=1 \
   eval_interval=0 checkpoint_period=10 resource_wait_timeout=120 collective_timeout=30)
