@@ -6,8 +6,8 @@
 # kustomize v2.0.3 (Debian's kubectl 1.20) understands, every kubectl given renders the
 # same objects, and make-secrets.sh makes what the pods expect.
 #   bash tests/deploy/test_kubernetes.sh [PATH/TO/elastrain]    (the binary is not used)
-# ELASTRAIN_KUBECTLS: the kubectls to render with, space-separated (default: kubectl);
-# tests/deploy/README.md shows how to add Debian's 1.20 without installing it.
+# ELASTRAIN_KUBECTLS: the kubectls to render with, space-separated (default: kubectl, and
+# Debian's 1.20 fetched from the archive when kubectl is another vendor's).
 # Exits 77 (skipped) without kubectl, node, npm or openssl, or when npm cannot reach
 # its registry to install the validator's packages.
 set -euo pipefail
@@ -27,6 +27,21 @@ trap 'rm -rf "$WORK"' EXIT
 failures=0
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# Debian's kubectl (kubernetes-client, 1.20, kustomize v2.0.3) is the one the issue names:
+# when the kubectl installed here is another vendor's and ELASTRAIN_KUBECTLS is not set,
+# Debian's is fetched from the archive (apt-get download, unpacked into $WORK, not
+# installed) and renders too; without the archive the test goes on with what it has.
+if [ -z "${ELASTRAIN_KUBECTLS:-}" ] &&
+   ! dpkg -S "$(readlink -f "$(command -v kubectl)")" 2>/dev/null | grep -q '^kubernetes-client:'; then
+  if (cd "$WORK" && timeout 120 apt-get download -q kubernetes-client && dpkg-deb -x kubernetes-client_*.deb debian-kubectl) \
+    >"$WORK/apt.log" 2>&1 && [ -x "$WORK/debian-kubectl/usr/bin/kubectl" ]; then
+    KUBECTLS+=("$WORK/debian-kubectl/usr/bin/kubectl")
+    echo "note: rendering with Debian's kubectl too ($("$WORK/debian-kubectl/usr/bin/kubectl" version --client --short 2>/dev/null | head -1))"
+  else
+    echo "note: Debian's kubernetes-client could not be fetched ($(tail -1 "$WORK/apt.log")); rendering with ${KUBECTLS[*]} only"
+  fi
+fi
 
 # The validator's packages, installed from package-lock.json; an install npm recorded
 # (node_modules/.package-lock.json) newer than the lock file is reused.
