@@ -5,9 +5,10 @@
 #                                             worker and goes on (the allocation survives);
 #   `scontrol requeue`                     -> the script runs again on a fresh allocation:
 #                                             the job resumes from its latest checkpoint;
-#   SIGTERM to a node's agent step         -> a preemption notice (what --signal=TERM@T and
-#                                             Slurm's preemption send): its workers save and
-#                                             leave, no failure is counted;
+#   a node set to DRAIN                    -> the script sends its agent step SIGTERM, the
+#                                             preemption notice (as --signal=TERM@T and Slurm's
+#                                             preemption do): its workers save and leave, no
+#                                             failure is counted;
 # and finishes: the Slurm job COMPLETED with exit 0, one metrics line per step, and no
 # process of the job left behind. Then a second job on the same job directory and run
 # name (as after a time limit) goes on from the latest checkpoint.
@@ -84,13 +85,14 @@ wait_until 120 restored && pass "resumed from the checkpoint of step $("$JQ" --j
   fail "no restore from a checkpoint: $(ev "$RUN" state_restored kind | xargs)"
 grep -q "restart 1" "$WORK/job.out" && pass "the batch script ran again: $(grep -m1 'restart 1' "$WORK/job.out" | cut -c1-150)" || fail "no second run in job.out"
 
-# 3. SIGTERM to a node's agent step, what `--signal=TERM@T` and Slurm's preemption send:
-# a preemption notice. n2's workers save and leave; no failure is counted.
+# 3. n2 drained by the administrator: the script sends its agent step SIGTERM (what
+# `--signal=TERM@T` and Slurm's preemption send too), a preemption notice: n2's workers
+# save and leave; no failure is counted.
 wait_until 60 world_is 2 || fail "world $(world) after the requeue, expected 2"
 failures=$(status_json | "$JQ" failures)
-step=$(step_of "$JOB" agent-n2)
-out=$(scancel --signal=TERM "$step" 2>&1) || true
-echo "    SIGTERM to n2's agent step $step (the preemption notice) ${out:+(scancel: $out)}"
+scontrol update NodeName=n2 State=DRAIN Reason=elastrain-test && echo "    n2 set to DRAIN at step $(last_step "$RUN")"
+wait_until 30 grep -q "n2 is draining" "$WORK/job.out" && pass "the script saw the drain: $(grep -m1 -o 'n2 is draining.*' "$WORK/job.out")" ||
+  fail "the script did not see n2 draining"
 preempted() { [ -n "$(ev "$RUN" worker_preempted time)" ]; }
 wait_until 60 preempted && pass "worker_preempted: $(ev "$RUN" worker_preempted reason | tail -1 | cut -c1-120)" || fail "no worker_preempted event"
 wait_until 60 world_is 1 && pass "the job went on without n2's worker" || fail "world $(world) after the notice"
@@ -104,6 +106,9 @@ state=$(job_field "$JOB" JobState) code=$(job_field "$JOB" ExitCode)
 [ "$state" = COMPLETED ] && [ "$code" = 0:0 ] && pass "Slurm job $JOB COMPLETED, exit $code; $(grep -o 'the job ended.*' "$WORK/job.out" | tail -1)" ||
   { fail "Slurm job $JOB: $state, exit $code"; tail -20 "$WORK/job.out"; }
 check_lines "$RUN" "$STEPS" "requeued Slurm job"
+scontrol update NodeName=n2 State=RESUME
+node_idle() { [ "$(sinfo -h -n n2 -o %t)" = idle ]; }
+wait_until 60 node_idle || fail "n2 did not come back: $(sinfo -h -n n2 -o %t)"
 # 4. A new job (after a time limit, say) with the same job directory and run name goes on
 # from the run's latest checkpoint, to a larger `steps`; there node n2 is set DOWN by the
 # administrator mid-run: Slurm ends its step (the allocation stays, --no-kill) and the
