@@ -13,7 +13,7 @@ chmod 711 "$WORK"
 SECRET=$WORK/secret
 mkdir -p "$SECRET"
 mount -t tmpfs -o size=1m,mode=0755 elastrain-test-secret "$SECRET" || { echo "SKIP: cannot mount a tmpfs"; exit 77; }
-trap 'umount "$SECRET" 2>/dev/null; kill_tracked; rm -rf "$WORK"' EXIT
+trap 'kill_tracked; umount "$SECRET" 2>/dev/null; rm -rf "$WORK"' EXIT
 
 # A Secret volume's layout: ..2026_12_05_00_00_00.1/KEY, ..data -> that, KEY -> ..data/KEY.
 ts=..2026_12_05_00_00_00.1
@@ -36,7 +36,10 @@ as_user() { HOME=$WORK/home setpriv --reuid=$USER_ID --regid=$USER_ID --groups=$
 mkdir -p "$WORK/home" && chown $USER_ID "$WORK/home"
 
 # 1. The head takes the mounted token and records no URL beside it.
-as_user "$BIN" head --store memory:// --port 0 --token-file "$SECRET/token" >"$WORK/head.log" 2>&1 &
+# setpriv itself, not a function around it: `$!` must be the process that becomes the head
+# (setpriv execs it), so that the EXIT trap's kill reaches the head.
+HOME=$WORK/home setpriv --reuid=$USER_ID --regid=$USER_ID --groups=$FS_GROUP \
+  "$BIN" head --store memory:// --port 0 --token-file "$SECRET/token" >"$WORK/head.log" 2>&1 &
 bg_track $!
 wait_until 30 grep -q "API at" "$WORK/head.log" && pass "head with a mounted token: $(grep -o 'token .*' "$WORK/head.log" | head -1)" ||
   fail "head: $(tail -3 "$WORK/head.log")"
