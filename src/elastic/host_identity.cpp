@@ -118,35 +118,50 @@ Result<HostIdentity> ResolveHostIdentity(const HostIdentity& flags, const EnvLoo
   return out;
 }
 
-Result<std::string> LocalAddressToward(const std::string& host, int port) {
+namespace {
+
+// The local address of the route to the first address of `family` that `host` has, ""
+// when it has none or none routes; *err says why.
+std::string LocalAddressOfFamily(const std::string& host, int port, int family, std::string* err) {
   addrinfo hints{};
+  hints.ai_family = family;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &res); rc != 0)
-    return Status::InvalidArgument(fmt::format("cannot resolve {}: {}", host, gai_strerror(rc)));
-  std::string err = "no address";
-  for (addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    *err = gai_strerror(rc);
+    return "";
+  }
+  std::string found;
+  for (addrinfo* ai = res; ai != nullptr && found.empty(); ai = ai->ai_next) {
     UniqueFd fd(::socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (fd.get() < 0 || ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      err = std::strerror(errno);
-      continue;
-    }
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
-    char text[INET6_ADDRSTRLEN] = {};
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
-      err = std::strerror(errno);
+    if (fd.get() < 0 || ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0 ||
+        ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+      *err = std::strerror(errno);
       continue;
     }
-    const void* a = local.ss_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-    if (inet_ntop(local.ss_family, a, text, sizeof(text)) == nullptr) continue;
-    freeaddrinfo(res);
-    return std::string(text);
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* a = local.ss_family == AF_INET
+                        ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                        : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
+    if (inet_ntop(local.ss_family, a, text, sizeof(text)) != nullptr) found = text;
   }
   freeaddrinfo(res);
-  return Status::Unavailable(fmt::format("no route from this host to {}:{}: {}", host, port, err));
+  return found;
+}
+
+}  // namespace
+
+Result<std::string> LocalAddressToward(const std::string& host, int port) {
+  // IPv4 first: "localhost" often resolves to ::1 before 127.0.0.1, and the workers'
+  // ports are IPv4 (a host reached only over IPv6 still gets its IPv6 address).
+  std::string err = "no address";
+  for (int family : {AF_INET, AF_INET6})
+    if (std::string a = LocalAddressOfFamily(host, port, family, &err); !a.empty()) return a;
+  return Status::InvalidArgument(fmt::format("cannot tell this host's address toward the store {}:{} ({}); pass "
+                                             "--address",
+                                             host, port, err));
 }
 
 }  // namespace elastrain

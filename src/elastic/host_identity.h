@@ -36,7 +36,7 @@ using EnvLookup = std::function<const char*(const char*)>;
 Result<HostIdentity> ResolveHostIdentity(const HostIdentity& flags, const EnvLookup& getenv);
 
 // The local address of the route to host:port (numeric, or a name resolved once), found
-// by connecting a UDP socket: nothing is sent.
+// by connecting a UDP socket: nothing is sent. IPv4 first, then IPv6.
 Result<std::string> LocalAddressToward(const std::string& host, int port);
 
 }  // namespace elastrain

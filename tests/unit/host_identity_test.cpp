@@ -109,7 +109,17 @@ TEST(HostIdentity, LocalAddressTowardLoopbackIsLoopback) {
   auto a = LocalAddressToward("127.0.0.1", 2379);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a.value(), "127.0.0.1");
-  EXPECT_FALSE(LocalAddressToward("no-such-host.invalid", 2379).ok());
+  // A name with an IPv4 address gets the IPv4 route even where it also resolves to ::1.
+  auto named = LocalAddressToward("localhost", 2379);
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named.value(), "127.0.0.1");
+  auto six = LocalAddressToward("::1", 2379);
+  if (six.ok()) {
+    EXPECT_EQ(six.value(), "::1");  // where the host has IPv6 at all
+  }
+  auto none = LocalAddressToward("no-such-host.invalid", 2379);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("--address"));
 }
 
 }  // namespace
