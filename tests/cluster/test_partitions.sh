@@ -10,7 +10,9 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
 source "$SRC/tests/cluster/job_lib.sh"
-STEPS=240
+# Long enough that the job outlasts h2's cut (3 leases) and rejoin however fast the steps
+# run: at 240 it once finished before h2's slots came back (a clean-clone run, 2026-12-05).
+STEPS=480
 net_setup store h1 h2 h3
 host_etcd store
 start_head store
