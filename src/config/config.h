@@ -26,12 +26,14 @@ enum class FailMode {
   kKill,     // SIGKILL: the process vanishes
   kHang,     // SIGSTOP: the process stops making progress
   kPreempt,  // SIGTERM: a spot notice
+  kKillMidSnapshot,  // SIGKILL halfway through sending the step's RAM-tier snapshot (a torn copy)
 };
-inline constexpr std::array<Choice<FailMode>, 4> kFailModeChoices = {{
+inline constexpr std::array<Choice<FailMode>, 5> kFailModeChoices = {{
     {"exit", FailMode::kExit},
     {"kill", FailMode::kKill},
     {"hang", FailMode::kHang},
     {"preempt", FailMode::kPreempt},
+    {"kill_mid_snapshot", FailMode::kKillMidSnapshot},
 }};
 constexpr std::string_view FailModeName(FailMode m) { return ChoiceWord(kFailModeChoices, m); }
 
@@ -119,6 +121,9 @@ struct TrainConfig {
   std::string load_full_state_path;
   std::string load_parameters_path;
   CheckpointFailurePolicy checkpoint_failure_policy = CheckpointFailurePolicy::kContinue;  // continue | fail
+  // --- the RAM tier of sharded jobs (train/ram_tier_copies.h, docs/elastic.md) ---
+  int64_t memory_snapshot_period = 1;    // steps between peer copies of each shard; 0: off
+  int64_t memory_snapshot_replicas = 1;  // buddy ranks holding a copy of each shard
   // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
   std::string num_workers_spec = "1";        // key num_workers: "N" (fixed) or "MIN:MAX" (elastic)
   int64_t min_workers = 1, max_workers = 1;  // parsed from num_workers_spec by LoadConfig

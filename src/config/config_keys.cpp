@@ -75,7 +75,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
       KEY("fail_at_step", "compute", fail_at_step, "> 0: rank fail_rank fails right after this step, once per job, to rehearse recovery; in [0, 2^40]"),
       KEY("fail_rank", "compute", fail_rank, "the rank that fail_at_step fails, in [0, max workers)"),
-      CHOICE("fail_mode", "compute", fail_mode, kFailModeChoices, "", "exit (code 1) | kill (SIGKILL) | hang (SIGSTOP) | preempt (SIGTERM, a spot notice)"),
+      CHOICE("fail_mode", "compute", fail_mode, kFailModeChoices, "", "exit (code 1) | kill (SIGKILL) | hang (SIGSTOP) | preempt (SIGTERM, a spot notice) | kill_mid_snapshot (SIGKILL halfway through sending that step's RAM-tier copy)"),
       KEY("record_consumed_samples", "compute", record_consumed_samples, "0 or 1; 1: each rank appends the sample indices it trains on to <run>/samples/rank_<r>.jsonl"),
 
       KEY("enable_checkpointing", "checkpoint", enable_checkpointing, "save checkpoints (and resume from the run directory's latest)"),
@@ -89,6 +89,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("load_full_state_path", "checkpoint", load_full_state_path, "a checkpoint directory to resume from (parameters, optimizer, step, data state)"),
       KEY("load_parameters_path", "checkpoint", load_parameters_path, "a checkpoint directory to take parameters from (fresh optimizer, step 0)"),
       CHOICE("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, kCheckpointFailurePolicyChoices, "", "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
+      KEY("memory_snapshot_period", "checkpoint", memory_snapshot_period, "sharded jobs (fsdp or tensor > 1): steps between copies of each rank's shard into buddy ranks' RAM, restored from after a failure; in [0, 2^40]; 0: off"),
+      KEY("memory_snapshot_replicas", "checkpoint", memory_snapshot_replicas, "buddy ranks (on other hosts first) holding a RAM copy of each shard, in [1, 8]"),
 
       KEY("num_workers", "parallelism", num_workers_spec, "worker processes (ranks): N, or MIN:MAX for an elastic job (1 <= MIN <= MAX <= 2^20); the mesh axes multiply to the world size"),
       KEY("ici_data_parallelism", "parallelism", ici_data_parallelism, "replicas that split the batch, in [-1, 2^20]; 0: not given, -1: fill with the workers left"),

@@ -51,6 +51,8 @@ constexpr IntRange kIntRanges[] = {
     {"checkpoint_period_min", &TrainConfig::checkpoint_period_min, 1, kMaxSteps},
     {"checkpoint_period_max", &TrainConfig::checkpoint_period_max, 1, kMaxSteps},
     {"max_num_checkpoints_to_keep", &TrainConfig::max_num_checkpoints_to_keep, -1, kMaxCheckpointsKept},
+    {"memory_snapshot_period", &TrainConfig::memory_snapshot_period, 0, kMaxSteps},
+    {"memory_snapshot_replicas", &TrainConfig::memory_snapshot_replicas, 1, 8},
     {"ici_data_parallelism", &TrainConfig::ici_data_parallelism, -1, kMaxWorkers},
     {"ici_fsdp_parallelism", &TrainConfig::ici_fsdp_parallelism, -1, kMaxWorkers},
     {"ici_tensor_parallelism", &TrainConfig::ici_tensor_parallelism, -1, kMaxWorkers},
