@@ -141,4 +141,17 @@ const TensorRecord* Manifest::Find(const std::string& tensor) const {
   return nullptr;
 }
 
+std::vector<RunCopy> IntersectRuns(const std::vector<GlobalRun>& src, int64_t src_base,
+                                   const std::vector<GlobalRun>& dst, int64_t dst_base) {
+  std::vector<RunCopy> out;
+  size_t i = 0, j = 0;
+  while (i < src.size() && j < dst.size()) {
+    const GlobalRun &a = src[i], &b = dst[j];
+    const int64_t lo = std::max(a.global, b.global), hi = std::min(a.global + a.n, b.global + b.n);
+    if (lo < hi) out.push_back({a.local + (lo - a.global) - src_base, b.local + (lo - b.global) - dst_base, hi - lo});
+    if (a.global + a.n <= b.global + b.n) ++i; else ++j;
+  }
+  return out;
+}
+
 }  // namespace elastrain::ckpt

@@ -69,6 +69,16 @@ std::vector<GlobalRun> GlobalRuns(const PieceSpec& p);
 // Global flat index of local view element `i` of `p` (the same map, one element).
 int64_t GlobalIndex(const PieceSpec& p, int64_t local_index);
 
+// n elements of one tensor that two pieces share: index `src` of the source piece's
+// data, `dst` of the destination's (both relative to their flat_begin).
+struct RunCopy {
+  int64_t src = 0, dst = 0, n = 0;
+};
+// Where the elements of `src` (GlobalRuns of a piece starting at src_base) land in `dst`
+// (GlobalRuns of a piece starting at dst_base): both sorted by global index.
+std::vector<RunCopy> IntersectRuns(const std::vector<GlobalRun>& src, int64_t src_base,
+                                   const std::vector<GlobalRun>& dst, int64_t dst_base);
+
 // A piece as written: where its bytes are and their checksum.
 struct PieceRecord {
   PieceSpec spec;

@@ -64,24 +64,6 @@ std::pair<int64_t, int64_t> GlobalBounds(const PieceSpec& p) {
   return {GlobalIndex(p, p.flat_begin), GlobalIndex(p, p.flat_end - 1)};
 }
 
-struct Copy {
-  int64_t src = 0, dst = 0, n = 0;  // src: index in the piece's data; dst: in the request
-};
-
-// Where the elements of `src` runs land in the `dst` request; both sorted by global.
-std::vector<Copy> Intersect(const std::vector<GlobalRun>& src, int64_t src_base, const std::vector<GlobalRun>& dst,
-                            int64_t dst_base) {
-  std::vector<Copy> out;
-  size_t i = 0, j = 0;
-  while (i < src.size() && j < dst.size()) {
-    const GlobalRun &a = src[i], &b = dst[j];
-    const int64_t lo = std::max(a.global, b.global), hi = std::min(a.global + a.n, b.global + b.n);
-    if (lo < hi) out.push_back({a.local + (lo - a.global) - src_base, b.local + (lo - b.global) - dst_base, hi - lo});
-    if (a.global + a.n <= b.global + b.n) ++i; else ++j;
-  }
-  return out;
-}
-
 // True when the union of runs (by `begin`, `n`) covers [0, total).
 template <typename T, typename Begin>
 bool Covers(std::vector<T> runs, int64_t total, Begin begin) {
@@ -120,20 +102,20 @@ Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind
     return Status::NotFound(fmt::format("{}: tensor '{}' has no {} pieces", dir, t->name, KindName(kind)));
   const std::vector<GlobalRun> want_runs = GlobalRuns(want);
   const auto [want_lo, want_hi] = GlobalBounds(want);
-  std::vector<Copy> done;  // what has been filled, to find holes
+  std::vector<RunCopy> done;  // what has been filled, to find holes
   FileCache files;
   std::vector<float> buf;
   for (const PieceRecord& p : pieces) {
     if (p.spec.size() == 0) continue;
     const auto [lo, hi] = GlobalBounds(p.spec);
     if (hi < want_lo || lo > want_hi) continue;
-    const std::vector<Copy> copies = Intersect(GlobalRuns(p.spec), p.spec.flat_begin, want_runs, want.flat_begin);
+    const std::vector<RunCopy> copies = IntersectRuns(GlobalRuns(p.spec), p.spec.flat_begin, want_runs, want.flat_begin);
     if (copies.empty()) continue;
     ELASTRAIN_RETURN_IF_ERROR(ReadVerified(files, dir, p, &buf));
-    for (const Copy& c : copies) std::memcpy(out + c.dst, buf.data() + c.src, static_cast<size_t>(c.n) * 4);
+    for (const RunCopy& c : copies) std::memcpy(out + c.dst, buf.data() + c.src, static_cast<size_t>(c.n) * 4);
     done.insert(done.end(), copies.begin(), copies.end());
   }
-  if (!Covers(done, want.size(), [](const Copy& c) { return c.dst; }))
+  if (!Covers(done, want.size(), [](const RunCopy& c) { return c.dst; }))
     return Status::Corruption(fmt::format("{}: the {} pieces of tensor '{}' do not cover the requested slice "
                                           "(tp_dim {}, tp [{}, {}), flat [{}, {}))",
                                           dir, KindName(kind), t->name, want.tp_dim, want.tp_begin, want.tp_end,

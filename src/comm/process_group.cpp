@@ -21,6 +21,8 @@
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "comm/gloo_abort.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -186,6 +188,10 @@ void ProcessGroup::WatchForCancel() {
       const std::string why = "group '" + prefix_ + "' cancelled: the generation was aborted";
       for (int r = 0; r < size_; ++r)
         if (r != rank_) FailGlooPair(ctx_->getPair(r).get(), why);
+      for (gloo::transport::UnboundBuffer* b : waiting_) {
+        b->abortWaitRecv();
+        b->abortWaitSend();
+      }
       return;
     }
     watcher_cv_.wait_for(lock, kCancelPoll, [this] { return watcher_stop_; });
@@ -427,6 +433,64 @@ Status ProcessGroup::Barrier() {
     opts.setTag(NextTag());
     opts.setTimeout(opt_.timeout);
     gloo::barrier(opts);
+  });
+}
+
+// Exchange's slots: prefix, the pair's ordinal, the call's tag.
+constexpr uint8_t kExchangeSlotPrefix = 0xE6;
+
+Status ProcessGroup::Exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs) {
+  size_t total = 0;
+  for (const auto* list : {&sends, &recvs})
+    for (const Transfer& t : *list) {
+      if (t.peer < 0 || t.peer >= size_ || t.peer == rank_)
+        return Status::InvalidArgument(fmt::format("Exchange on group '{}': peer {}: expected another rank in [0, {})",
+                                                   prefix_, t.peer, size_));
+      if (t.bytes > 0 && t.data == nullptr) return Status::InvalidArgument("Exchange: null data");
+      total += t.bytes;
+    }
+  if (size_ == 1) return CheckUsable("Exchange");
+  const uint32_t tag = NextTag();
+  return Run(fmt::format("Exchange({} sends, {} receives, {} bytes)", sends.size(), recvs.size(), total), [&] {
+    const auto deadline = Clock::now() + opt_.timeout;
+    auto slot = [&](size_t ordinal) {
+      return (uint64_t{kExchangeSlotPrefix} << 56) | (uint64_t{ordinal & 0xFFFFFF} << 32) | tag;
+    };
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> out, in;
+    std::vector<size_t> ordinal(static_cast<size_t>(size_), 0);
+    for (const Transfer& t : sends) {
+      const size_t k = ordinal[t.peer]++;
+      if (t.bytes == 0) continue;
+      out.push_back(ctx_->createUnboundBuffer(t.data, t.bytes));
+      out.back()->send(t.peer, slot(k));
+    }
+    std::fill(ordinal.begin(), ordinal.end(), 0);
+    for (const Transfer& t : recvs) {
+      const size_t k = ordinal[t.peer]++;
+      if (t.bytes == 0) continue;
+      in.push_back(ctx_->createUnboundBuffer(t.data, t.bytes));
+      in.back()->recv(t.peer, slot(k));
+    }
+    // Registered for the cancel watcher while this thread waits on them.
+    struct Registration {
+      ProcessGroup* g;
+      explicit Registration(ProcessGroup* pg, const std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& a,
+                            const std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& b)
+          : g(pg) {
+        std::lock_guard<std::mutex> lock(g->watcher_mu_);
+        for (const auto* list : {&a, &b})
+          for (const auto& buf : *list) g->waiting_.push_back(buf.get());
+      }
+      ~Registration() {
+        std::lock_guard<std::mutex> lock(g->watcher_mu_);
+        g->waiting_.clear();
+      }
+    } registration(this, out, in);
+    if (cancelled_) GLOO_THROW_IO_EXCEPTION("the group was cancelled");
+    for (auto& b : in)
+      if (!b->waitRecv(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("receive aborted");
+    for (auto& b : out)
+      if (!b->waitSend(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("send aborted");
   });
 }
 

@@ -26,11 +26,15 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 
 namespace gloo {
 class Context;
+namespace transport {
+class UnboundBuffer;
+}  // namespace transport
 namespace rendezvous {
 class Store;
 }  // namespace rendezvous
@@ -119,6 +123,21 @@ class ProcessGroup {
   // Returns when every rank has entered the barrier (or fails at the timeout).
   Status Barrier();
 
+  // Point to point: `bytes` at `data` to or from rank `peer` of this group (not this rank).
+  struct Transfer {
+    int peer = 0;
+    void* data = nullptr;
+    size_t bytes = 0;
+  };
+  // Posts every send and every receive at once and waits for all of them, within one
+  // timeout. A sender and its receiver must list the transfers between them in the same
+  // order (the k-th send to a peer meets that peer's k-th receive from this rank, and
+  // they must have the same size); empty ones move nothing but keep their place. Every
+  // rank of the group calls Exchange the same number of times, in the same order as its
+  // other collectives (a rank with nothing to move passes empty lists), because each call
+  // takes the group's next tag.
+  Status Exchange(const std::vector<Transfer>& sends, const std::vector<Transfer>& recvs);
+
  private:
   ProcessGroup(std::string prefix, int rank, int size, GroupOptions opt,
                std::shared_ptr<gloo::Context> ctx);
@@ -150,6 +169,9 @@ class ProcessGroup {
   std::mutex watcher_mu_;
   std::condition_variable watcher_cv_;
   bool watcher_stop_ = false;            // GUARDED_BY(watcher_mu_)
+  // Exchange's buffers while it waits: a cancel aborts their waits too, since Gloo does
+  // not wake a receive whose data had begun to arrive when the sender's socket closed.
+  std::vector<gloo::transport::UnboundBuffer*> waiting_;  // GUARDED_BY(watcher_mu_)
   std::atomic<bool> cancelled_{false};   // the watcher failed the pairs
 };
 

@@ -376,6 +376,8 @@ void AgentMachine::Take(LocalWorker& w, const CheckpointMessage& m, double) {
 
 void AgentMachine::Take(LocalWorker& w, const EndedMessage& m, double) {
   w.rec.state_step = m.state_step;
+  w.rec.copies_generation = m.copies_generation;
+  w.rec.copies = m.copies;
   Urgent();
   if (m.generation < w.assigned_gen) return;  // it was already handed a newer generation
   // A worker that got a preemption notice reports its generation, then leaves: it is

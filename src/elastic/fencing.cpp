@@ -38,6 +38,18 @@ Status CheckPlan(const Plan& p, const JobSpec& job, const std::string& store_url
   if (p.restore.kind == RestoreKind::kMemory && (p.restore.source_rank < 0 || p.restore.source_rank >= p.world))
     return Refuse(what, fmt::format("restore source rank {} is not a rank", p.restore.source_rank));
   if (p.restore.step < -1) return Refuse(what, fmt::format("restore step {}: expected >= -1", p.restore.step));
+  if (p.restore.kind == RestoreKind::kPeers) {
+    const RestorePlan& r = p.restore;
+    constexpr int kMaxShards = 1 << 20;
+    if (r.old_fsdp < 1 || r.old_tensor < 1 || r.old_fsdp > kMaxShards / r.old_tensor)
+      return Refuse(what, fmt::format("peer restore of an fsdp={} tensor={} mesh: expected degrees >= 1 with at most "
+                                      "{} shards", r.old_fsdp, r.old_tensor, kMaxShards));
+    if (r.sources.size() != static_cast<size_t>(r.old_fsdp * r.old_tensor) || r.step < 0 || r.old_generation < 0)
+      return Refuse(what, fmt::format("peer restore names {} sources for {} shards (step {}, generation {})",
+                                      r.sources.size(), r.old_fsdp * r.old_tensor, r.step, r.old_generation));
+    for (int s : r.sources)
+      if (s < 0 || s >= p.world) return Refuse(what, fmt::format("peer restore source rank {} is not a rank", s));
+  }
   const RendezvousAddress expected = RendezvousForJob(job, store_url);
   if (!(p.rendezvous == expected))
     return Refuse(what, fmt::format("rendezvous '{}' is not this job's ({})", p.rendezvous.ToString(),

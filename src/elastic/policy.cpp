@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/ram_tier.h"
 #include "config/derived.h"
 
 namespace elastrain {
@@ -25,6 +26,7 @@ JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id
   s.host_failure_threshold = cfg.host_failure_threshold;
   s.host_cooldown_seconds = cfg.host_cooldown_seconds;
   s.fail_at_step = cfg.fail_at_step;
+  s.ram_tier = cfg.memory_snapshot_period > 0 && cfg.launch_program.empty();
   s.rendezvous = rendezvous;
   // A launched program is one process per rank whatever it does inside: any world size
   // runs, as plain data parallelism as far as the plan is concerned.
@@ -115,6 +117,7 @@ class Decider {
   // count toward min_workers before cooled-down hosts are called on.
   std::vector<const ObservedWorker*> Candidates(bool* used_cooled, int running = 0) const;
   Plan MakePlan(const std::vector<const ObservedWorker*>& chosen, const Mesh& mesh) const;
+  void PlanPeerRestore(const std::vector<const ObservedWorker*>& chosen, RestorePlan* restore) const;
 
   const Observation& obs_;
   const JobSettings& s_;
@@ -486,8 +489,45 @@ Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const M
     p.restore = {RestoreKind::kMemory, source, chosen[source]->rec.state_step};
   } else {
     p.restore = {RestoreKind::kCheckpoint, 0, std::max<int64_t>(0, r().latest_checkpoint_step)};
+    PlanPeerRestore(chosen, &p.restore);
   }
   return p;
+}
+
+// The RAM tier: the last generation was sharded, and the chosen workers that ran in it
+// report what they hold of its shards. Sets `restore` to peers when they hold one whole
+// step at least as new as the latest checkpoint; otherwise leaves the checkpoint and
+// says why.
+void Decider::PlanPeerRestore(const std::vector<const ObservedWorker*>& chosen, RestorePlan* restore) const {
+  if (!s_.ram_tier || !obs_.plan || obs_.plan->generation != r().generation) return;
+  const Plan& old = *obs_.plan;
+  if (old.fsdp * old.tensor <= 1 || old.world <= 1) return;  // not sharded: no RAM tier ran
+  const int shards = old.fsdp * old.tensor;
+  std::map<std::string, int> old_rank;
+  for (const PlanMember& m : old.members) old_rank[m.worker] = m.rank;
+  std::vector<bool> alive(static_cast<size_t>(old.world), false);
+  std::map<int, int> new_rank;  // old rank -> new rank
+  std::vector<ShardCopy> copies;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    const WorkerRecord& rec = chosen[i]->rec;
+    auto it = old_rank.find(rec.id);
+    if (it == old_rank.end() || it->second < 0 || it->second >= old.world || rec.copies_generation != old.generation)
+      continue;
+    alive[static_cast<size_t>(it->second)] = true;
+    new_rank[it->second] = static_cast<int>(i);
+    for (const HeldCopy& c : rec.copies)
+      if (c.shard >= 0 && c.shard < shards) copies.push_back({c.shard, it->second, c.step});
+  }
+  const PeerRestoreChoice choice = ChoosePeerRestore(shards, alive, copies, r().latest_checkpoint_step);
+  restore->why = choice.why;
+  if (!choice.from_memory) return;
+  restore->kind = RestoreKind::kPeers;
+  restore->step = choice.step;
+  restore->old_generation = old.generation;
+  restore->old_fsdp = old.fsdp;
+  restore->old_tensor = old.tensor;
+  restore->sources.clear();
+  for (int holder : choice.source) restore->sources.push_back(new_rank.at(holder));
 }
 
 void Decider::TryStart() {
@@ -585,9 +625,16 @@ nlohmann::json RestoreEventJson(const RestorePlan& p, int64_t latest_checkpoint_
   if (p.kind == RestoreKind::kMemory) {
     j["source_rank"] = p.source_rank;
     j["step"] = p.step;
+  } else if (p.kind == RestoreKind::kPeers) {
+    j["step"] = p.step;
+    j["old_generation"] = p.old_generation;
+    nlohmann::json sources = nlohmann::json::array();
+    for (size_t s = 0; s < p.sources.size(); ++s) sources.push_back({{"shard", s}, {"rank", p.sources[s]}});
+    j["sources"] = sources;
   } else if (latest_checkpoint_step >= 0) {
     j["latest_checkpoint_step"] = latest_checkpoint_step;
   }
+  if (!p.why.empty()) j["why"] = p.why;
   return j;
 }
 
@@ -599,6 +646,8 @@ std::string DescribeRestore(const nlohmann::json& restore) {
   const bool memory = restore.is_object() && restore.value("kind", nlohmann::json()) == Name(RestoreKind::kMemory);
   if (memory) return fmt::format("memory of rank {}, step {}", integer("source_rank").value_or(-1),
                                  integer("step").value_or(-1));
+  if (restore.is_object() && restore.value("kind", nlohmann::json()) == Name(RestoreKind::kPeers))
+    return fmt::format("peers' RAM, step {}", integer("step").value_or(-1));
   if (const auto latest = integer("latest_checkpoint_step"))
     return fmt::format("the latest checkpoint; the newest known is step {}", *latest);
   return "the latest checkpoint, if any";

@@ -17,7 +17,10 @@
 //   - The next generation takes every idle worker (up to max_workers, as many as make a
 //     valid mesh, at least min_workers), placed PACK or SPREAD. It restores from memory
 //     when both meshes are purely data parallel and an idle worker holds a replica at
-//     least as new as the latest checkpoint; otherwise from the latest checkpoint.
+//     least as new as the latest checkpoint; from peers (the RAM tier) when the last
+//     generation was sharded and the chosen workers hold every one of its shards at one
+//     step at least that new (comm/ram_tier.h, ChoosePeerRestore); otherwise from the
+//     latest checkpoint, with the reason.
 //   - Fewer than min_workers idle: wait (WAITING_FOR_RESOURCES when the live slots are
 //     fewer than min_workers), failing after resource_wait_timeout.
 //   - While a generation runs below max_workers and more workers are idle, it is asked to
@@ -56,6 +59,7 @@ struct JobSettings {
   int64_t host_failure_threshold = 2;
   double host_cooldown_seconds = 300;
   int64_t fail_at_step = 0;
+  bool ram_tier = false;  // memory_snapshot_period > 0: sharded generations keep peer copies
   RendezvousAddress rendezvous;  // copied into every plan
   // The mesh for a world size, or an error when that size cannot run (a tensor degree
   // that does not divide, an axis that does not fill).

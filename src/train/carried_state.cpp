@@ -28,6 +28,15 @@ Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* c) {
   return Status::OK();
 }
 
+void HeldCopies(const CarriedState& c, int64_t* generation, std::vector<HeldCopy>* copies) {
+  copies->clear();
+  *generation = c.shard_generation >= 0 ? c.shard_generation : c.ram.generation();
+  if (*generation < 0) return;
+  if (c.state && c.shard_step >= 0 && c.shard_generation == *generation) copies->push_back({c.shard_id, c.shard_step});
+  if (c.ram.generation() == *generation)
+    for (const HeldCopy& h : c.ram.Held()) copies->push_back(h);
+}
+
 Status Trainer::TakeOrBuildModel() {
   CarriedState* carried = ctx_.carried;
   if (carried && carried->model && carried->model_tensor == mesh_->tensor()) {
@@ -52,9 +61,15 @@ Status Trainer::TakeOrBuildState() {
   if (carried && carried->state && carried->state->CanRebind(*mesh_, coords_)) {
     state_ = std::move(carried->state);
     ELASTRAIN_RETURN_IF_ERROR(state_->Rebind(*mesh_, coords_, groups));
+    rebound_ = true;
     state_step_ = carried->step;  // its values are intact until this generation overwrites them
   } else {
-    if (carried) carried->state.reset();  // free it before allocating the new one
+    // A restore from peers may need this rank's old shard: keep it until the restore ends.
+    // Otherwise free it before allocating the new one.
+    if (carried && carried->state && ctx_.restore.kind == RestoreSpec::Kind::kPeers &&
+        carried->shard_generation == ctx_.restore.old_generation && carried->shard_step == ctx_.restore.step)
+      old_state_ = std::move(carried->state);
+    if (carried) carried->state.reset();
     state_ = std::make_unique<TrainState>(cfg_.model, *mesh_, coords_, groups);
     state_step_ = -1;
   }
@@ -67,6 +82,10 @@ void Trainer::HandBack() {
   CarriedState* c = ctx_.carried;
   if (!c) return;
   c->line = line_;
+  // A failed generation's copy in flight gets a moment to land (its peers may be alive),
+  // not a collective timeout.
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
+  c->ram.Stop(clean_exit_ ? timeout : std::min(timeout, std::chrono::milliseconds(2000)));
   if (ckpt_) {
     if (!clean_exit_) ckpt_->Abort();
     c->snapshot = ckpt_->snapshot_buffer();
@@ -77,8 +96,20 @@ void Trainer::HandBack() {
     c->model = std::move(model_);
     c->model_tensor = mesh_->tensor();
   }
+  if (old_state_) {
+    // The restore did not finish: the old shard is still what this process holds.
+    c->state = std::move(old_state_);
+    c->step = -1;
+    state_.reset();
+    return;
+  }
   if (state_) {
     c->step = holds_replica() ? state_step_ : -1;
+    if (restored_) {  // else the carried shard_* still describe what a rebound state holds
+      c->shard_generation = holds_replica() ? -1 : ctx_.generation;
+      c->shard_id = ShardId(coords_.fsdp, coords_.tensor, mesh_->tensor());
+      c->shard_step = holds_replica() ? -1 : state_step_;
+    }
     c->state = std::move(state_);
   }
 }

@@ -8,7 +8,9 @@
 #include "common/memory.h"
 #include "common/status.h"
 #include "config/config.h"
+#include "train/ram_tier_copies.h"
 #include "train/step_line.h"
+#include "wire/protocol.h"
 
 namespace elastrain {
 
@@ -31,6 +33,13 @@ struct CarriedState {
   int64_t step = -1;
   bool valid() const { return step >= 0 && state != nullptr; }
   std::unique_ptr<TrainState> state;
+  // A sharded `state`'s own shard as a RAM-tier copy: the generation whose layout it has,
+  // its shard id there and the step its values hold (-1: none, or being overwritten).
+  int64_t shard_generation = -1;
+  int shard_id = -1;
+  int64_t shard_step = -1;
+  // The copies of other ranks' shards this process holds (the RAM tier).
+  RamTierCopies ram;
   std::unique_ptr<Transformer<float>> model;
   int model_tensor = 0;  // the tensor degree `model` was built for
   std::shared_ptr<FloatBuffer> snapshot;
@@ -40,6 +49,10 @@ struct CarriedState {
   // the chief may have died before writing it (train/step_line.h).
   StepLine line;
 };
+
+// What the process holds of one sharded generation's state for the controller: its own
+// shard and the RAM tier's copies of the same generation (*generation -1: nothing).
+void HeldCopies(const CarriedState& carried, int64_t* generation, std::vector<HeldCopy>* copies);
 
 // Builds, while a worker waits for its first assignment, what its first generation
 // will most likely need (the model, and a data-parallel state with its pages faulted

@@ -15,6 +15,7 @@
 #include "ckpt/checkpoint.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "train/shard_pieces.h"
 
 namespace elastrain {
 
@@ -48,27 +49,8 @@ Checkpointer::~Checkpointer() {
 }
 
 std::vector<ckpt::PieceSpec> Checkpointer::Pieces(bool for_saving, std::vector<int64_t>* shard_offsets) const {
-  std::vector<ckpt::PieceSpec> out;
-  const auto& layout = state_->local_layout();
-  for (const TrainState::OwnedRun& r : state_->OwnedRuns()) {
-    const TensorSharding& sh = state_->sharding()[r.tensor];
-    const bool replicated = sh.split == TensorSplit::kReplicated;
-    if (for_saving && replicated && state_->tensor_rank() != 0) continue;  // tensor rank 0 saves it
-    ckpt::PieceSpec p;
-    p.tensor = layout.tensors[r.tensor].name;
-    p.global_shape = sh.global_shape;
-    p.tp_dim = replicated ? -1 : sh.split_dim;
-    if (!replicated) {
-      const IndexRange slice = sh.GlobalSlice(state_->tensor_rank());
-      p.tp_begin = slice.begin;
-      p.tp_end = slice.end;
-    }
-    p.flat_begin = r.local_begin;
-    p.flat_end = r.local_begin + r.n;
-    out.push_back(std::move(p));
-    shard_offsets->push_back(r.shard_offset);
-  }
-  return out;
+  return PiecesOf(state_->OwnedRuns(), state_->local_layout(), state_->sharding(), state_->tensor_rank(), for_saving,
+                  shard_offsets);
 }
 
 // ---------------------------------------------------------------- saving

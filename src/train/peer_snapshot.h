@@ -1,4 +1,4 @@
-// One shard's copy in a holder's RAM (the RAM tier, issue #18; elastic/ram_tier.h decides
+// One shard's copy in a holder's RAM (the RAM tier, issue #18; comm/ram_tier.h decides
 // who holds what), double-buffered: a snapshot in flight is written into the spare
 // buffer and becomes the complete one only when Commit finds its checksum right, so a
 // copy torn by its sender's death (no Commit, or a wrong checksum) is never used and
@@ -22,6 +22,9 @@ namespace elastrain {
 
 // The checksum a sender computes over its shard and a holder verifies (XXH3).
 uint64_t SnapshotChecksum(const float* data, size_t size);
+// The same checksum over the concatenation of three buffers of n floats each (a sender's
+// params, adam_m and adam_v, which a holder stores back to back).
+uint64_t SnapshotChecksum3(const float* a, const float* b, const float* c, size_t n);
 
 class SnapshotSlot {
  public:
@@ -43,6 +46,10 @@ class SnapshotSlot {
   void Abandon() { in_flight_ = false; }
 
   std::optional<View> Complete() const;
+  // The complete snapshot before the current one, while its buffer has not been reused:
+  // a commit keeps it until the next Begin. A restore may need it when a failure tore
+  // another shard's newer copy (every shard of one step must survive).
+  std::optional<View> Previous() const;
   bool in_flight() const { return in_flight_; }
 
  private:
@@ -50,6 +57,7 @@ class SnapshotSlot {
     std::vector<float> data;
     int64_t step = -1;
     uint64_t checksum = 0;
+    bool verified = false;  // its contents hashed right at Commit and were not touched since
   };
   Buffer buffers_[2];
   int complete_ = -1;  // index of the complete buffer, -1: none yet

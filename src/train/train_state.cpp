@@ -65,32 +65,14 @@ TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords c
   grads_.~ReleasableBuffer();
   new (&grads_) ReleasableBuffer(local_layout_.total, whole);
 
-  // Units: before layer 0, each layer, after the last layer.
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  ranges.push_back({0, local_layout_.layers.front().begin});
-  for (const LayerOffsets& l : local_layout_.layers) ranges.push_back({l.begin, l.end});
-  ranges.push_back({local_layout_.layers.back().end, local_layout_.total});
-  const int64_t F = mesh.fsdp();
+  units_ = FsdpUnits(local_layout_, mesh.fsdp(), coords.fsdp, &shard_size_);
   int64_t max_padded = 0;
-  for (auto [b, e] : ranges) {
-    Unit u;
-    u.begin = b;
-    u.end = e;
-    u.chunk = (e - b + F - 1) / F;
-    u.shard_offset = shard_size_;
-    u.own_begin = std::min(e, b + coords.fsdp * u.chunk);
-    u.own_end = std::min(e, u.own_begin + u.chunk);
-    shard_size_ += u.chunk;
-    max_padded = std::max(max_padded, u.chunk * F);
-    units_.push_back(u);
-  }
+  for (const Unit& u : units_) max_padded = std::max(max_padded, u.chunk * mesh.fsdp());
   if (sharded()) {
     param_shard_.assign(shard_size_, 0.f);
     grad_shard_.assign(shard_size_, 0.f);
     unit_buf_.assign(max_padded, 0.f);
-    chunk_buf_.assign(max_padded / F, 0.f);
-  } else {
-    shard_size_ = local_layout_.total;  // the whole buffer, in order
+    chunk_buf_.assign(max_padded / mesh.fsdp(), 0.f);
   }
   m_.assign(shard_size_, 0.f);
   v_.assign(shard_size_, 0.f);
@@ -104,16 +86,59 @@ TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords c
   }
 }
 
+std::vector<FsdpUnit> FsdpUnits(const ParamLayout& local, int fsdp, int f, int64_t* shard_size) {
+  // Units: before layer 0, each layer, after the last layer.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ranges.push_back({0, local.layers.front().begin});
+  for (const LayerOffsets& l : local.layers) ranges.push_back({l.begin, l.end});
+  ranges.push_back({local.layers.back().end, local.total});
+  const int64_t F = fsdp;
+  std::vector<FsdpUnit> units;
+  int64_t size = 0;
+  for (auto [b, e] : ranges) {
+    FsdpUnit u;
+    u.begin = b;
+    u.end = e;
+    u.chunk = (e - b + F - 1) / F;
+    u.shard_offset = size;
+    u.own_begin = std::min(e, b + f * u.chunk);
+    u.own_end = std::min(e, u.own_begin + u.chunk);
+    size += u.chunk;
+    units.push_back(u);
+  }
+  *shard_size = fsdp > 1 ? size : local.total;  // unsharded: the whole buffer, in order
+  return units;
+}
+
+namespace {
+// Calls f(shard_index, local_index, n) for each run of the owned elements in [begin, end).
 template <typename F>
-void TrainState::ForOwned(int64_t begin, int64_t end, F&& f) const {
-  if (!sharded()) {
+void ForOwnedIn(const std::vector<FsdpUnit>& units, int fsdp, int64_t begin, int64_t end, F&& f) {
+  if (fsdp <= 1) {
     if (begin < end) f(begin, begin, end - begin);
     return;
   }
-  for (const Unit& u : units_) {
+  for (const FsdpUnit& u : units) {
     const int64_t b = std::max(begin, u.own_begin), e = std::min(end, u.own_end);
     if (b < e) f(u.shard_offset + (b - u.own_begin), b, e - b);
   }
+}
+}  // namespace
+
+std::vector<OwnedRun> OwnedRunsOf(const ParamLayout& local, const std::vector<FsdpUnit>& units, int fsdp) {
+  std::vector<OwnedRun> runs;
+  for (size_t i = 0; i < local.tensors.size(); ++i) {
+    const ParamTensor& t = local.tensors[i];
+    ForOwnedIn(units, fsdp, t.offset, t.offset + t.size, [&](int64_t s, int64_t l, int64_t n) {
+      runs.push_back({i, l - t.offset, n, s});
+    });
+  }
+  return runs;
+}
+
+template <typename F>
+void TrainState::ForOwned(int64_t begin, int64_t end, F&& f) const {
+  ForOwnedIn(units_, mesh_.fsdp(), begin, end, std::forward<F>(f));
 }
 
 Transformer<float>::UnitHooks TrainState::Hooks() {
@@ -272,15 +297,5 @@ Result<std::vector<float>> TrainState::GatherGlobalParams() {
 
 namespace elastrain {
 
-std::vector<TrainState::OwnedRun> TrainState::OwnedRuns() const {
-  std::vector<OwnedRun> runs;
-  for (size_t i = 0; i < local_layout_.tensors.size(); ++i) {
-    const ParamTensor& t = local_layout_.tensors[i];
-    ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t l, int64_t n) {
-      runs.push_back({i, l - t.offset, n, s});
-    });
-  }
-  return runs;
-}
 
 }  // namespace elastrain

@@ -55,6 +55,29 @@ class ReleasableBuffer {
   size_t bytes_ = 0;
 };
 
+// One FSDP unit of a tensor-local flat buffer (everything before layer 0, a layer,
+// everything after the last layer) and what one fsdp rank owns of it.
+struct FsdpUnit {
+  int64_t begin = 0, end = 0;  // range of the local flat buffer
+  int64_t chunk = 0;           // ceil((end-begin) / fsdp): what each fsdp rank owns
+  int64_t shard_offset = 0;    // where this rank's chunk sits in the shard buffers
+  int64_t own_begin = 0, own_end = 0;  // the owned range (own_end <= end: padding is not stored)
+};
+// The units of `local` as fsdp rank `f` of `fsdp` holds them; *shard_size: the floats of
+// its shard buffers (the sum of the chunks; with fsdp = 1 the whole buffer).
+std::vector<FsdpUnit> FsdpUnits(const ParamLayout& local, int fsdp, int f, int64_t* shard_size);
+
+// A run of consecutive elements of one tensor's tensor-local view that a rank owns, and
+// where it sits in the rank's shard buffers (params, adam_m, adam_v).
+struct OwnedRun {
+  size_t tensor = 0;         // index into the local layout's tensors and the sharding table
+  int64_t local_begin = 0;   // flat offset within the tensor's local (tensor-parallel) view
+  int64_t n = 0;
+  int64_t shard_offset = 0;
+};
+// Every run a rank with these units owns, tensor by tensor (fsdp = 1: whole tensors).
+std::vector<OwnedRun> OwnedRunsOf(const ParamLayout& local, const std::vector<FsdpUnit>& units, int fsdp);
+
 class TrainState {
  public:
   // `global` is the whole model; the state holds the tensor-local slice for `coords`.
@@ -85,15 +108,9 @@ class TrainState {
   // The whole model's parameters in the global layout (collective over the world).
   Result<std::vector<float>> GatherGlobalParams();
 
-  // What this rank owns, for checkpoints: runs of consecutive elements of one tensor's
-  // tensor-local view, and where they sit in the shard buffers below.
-  struct OwnedRun {
-    size_t tensor = 0;         // index into local_layout().tensors and sharding()
-    int64_t local_begin = 0;   // flat offset within the tensor's local (tensor-parallel) view
-    int64_t n = 0;
-    int64_t shard_offset = 0;  // into shard_params(), adam_m(), adam_v()
-  };
-  std::vector<OwnedRun> OwnedRuns() const;
+  // What this rank owns, for checkpoints and peer copies.
+  using OwnedRun = elastrain::OwnedRun;
+  std::vector<OwnedRun> OwnedRuns() const { return OwnedRunsOf(local_layout_, units_, mesh_.fsdp()); }
   const std::vector<TensorSharding>& sharding() const { return sharding_; }
   int tensor_rank() const { return coords_.tensor; }
   float* shard_params() { return sharded() ? param_shard_.data() : params_.data(); }
@@ -102,12 +119,7 @@ class TrainState {
   int64_t shard_size() const { return shard_size_; }
 
  private:
-  struct Unit {
-    int64_t begin = 0, end = 0;  // range of the local flat buffer
-    int64_t chunk = 0;           // ceil((end-begin) / fsdp): what each fsdp rank owns
-    int64_t shard_offset = 0;    // where this rank's chunk sits in the shard buffers
-    int64_t own_begin = 0, own_end = 0;  // the owned range (own_end <= end: padding is not stored)
-  };
+  using Unit = FsdpUnit;
   Status Acquire(int u);
   Status Release(int u);
   Status GradsReady(int u);

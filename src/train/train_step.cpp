@@ -92,6 +92,7 @@ Result<double> Trainer::ReduceGradients() {
 void Trainer::ApplyUpdate(int64_t step) {
   AdamWOptions opt{cfg_.adam_b1, cfg_.adam_b2, cfg_.adam_eps, cfg_.adam_weight_decay};
   ckpt_->WaitForSnapshot();  // a save in flight must have copied the state first
+  if (ctx_.carried) ctx_.carried->ram.Wait();  // and the RAM tier's copy must have gone out
   state_step_ = -1;  // a crash inside the update would leave a mix of two steps
   state_->Update(step + 1, LearningRate(Schedule(), step), opt);
   // The step is done here, on this rank: the update is local, so whatever fails later

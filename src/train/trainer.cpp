@@ -151,7 +151,7 @@ Status Trainer::ConnectGroups() {
   ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kTensor, "tensor", &tensor_));
   ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kFsdp, "fsdp", &fsdp_));
   ELASTRAIN_RETURN_IF_ERROR(connect(MeshGroup::kData, "data", &data_group_));
-  return Status::OK();
+  return ConnectRamTier(store);
 }
 
 void Trainer::MakeCheckpointer() {
@@ -191,35 +191,43 @@ Status Trainer::Restore() {
   Phase("restore");
   const auto restore_start = Clock::now();
   bool from_memory = ctx_.restore.kind == RestoreSpec::Kind::kMemory && holds_replica();
-  if (from_memory) {
+  bool from_peers = ctx_.restore.kind == RestoreSpec::Kind::kPeers;
+  if (from_memory || from_peers) {
     // A checkpoint committed after the replica's step (a report the controller missed)
     // wins: continuing from the older replica would fork the run's timeline.
     int64_t latest = is_chief() ? ckpt_->LatestCommittedStep() : -1;
     if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->Broadcast(&latest, 1, 0));
     if (latest > ctx_.restore.step) {
-      LOG_WARN("checkpoint at step {} is newer than the in-memory replica (step {}); restoring the checkpoint",
+      LOG_WARN("checkpoint at step {} is newer than the state in memory (step {}); restoring the checkpoint",
                latest, ctx_.restore.step);
-      from_memory = false;
+      from_memory = from_peers = false;
     }
   }
+  if (from_peers) {
+    ELASTRAIN_ASSIGN_OR_RETURN(from_peers, RestoreFromPeers());
+  }
+  old_state_.reset();
   if (from_memory) {
     ELASTRAIN_RETURN_IF_ERROR(RestoreFromMemory());
-  } else {
+  } else if (!from_peers) {
     state_step_ = -1;
+    if (ctx_.carried) ctx_.carried->shard_step = -1;  // a rebound state's values go
     state_->InitParams(static_cast<uint64_t>(cfg_.init_weights_seed));
     ELASTRAIN_ASSIGN_OR_RETURN(RestoreResult restored, ckpt_->Restore());
     start_step_ = restored.step;
     state_step_ = start_step_;
   }
-  if (is_chief() && from_memory) ckpt_->RemoveUncommitted();
+  if (is_chief() && (from_memory || from_peers)) ckpt_->RemoveUncommitted();
   completed_step_ = start_step_;
   ckpt_->StartPeriodAt(start_step_);
   if (period_tuner_) NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, JobElapsedSeconds()), start_step_);
   if (is_chief())
     events_.Emit("state_restored", {{"generation", ctx_.generation}, {"step", start_step_}, {"world", ctx_.world},
-                                    {"kind", from_memory ? "memory" : start_step_ > 0 ? "checkpoint" : "fresh"},
+                                    {"kind", from_memory ? "memory" : from_peers ? "peers"
+                                                                : start_step_ > 0 ? "checkpoint" : "fresh"},
                                     {"seconds", SecondsSince(restore_start)}});
   restored_ = true;
+  StartRamTier();
   ELASTRAIN_RETURN_IF_ERROR(OpenStepLogs());
   ELASTRAIN_RETURN_IF_ERROR(RecoverStepLine());
   if (logged_.train > start_step_) redo_until_ = logged_.train;
@@ -349,6 +357,7 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
   const double dt = SecondsSince(t0);
   const int64_t done = step + 1;
+  SnapshotToPeers(done);  // in the background, while what follows and the next step run
   // This rank applied the update: it keeps the step's line before anything can fail, so
   // that if the chief dies before writing it, the next generation's chief can.
   const bool due = done % cfg_.log_period == 0 || done == cfg_.steps || step == start_step_ || stop;
@@ -446,6 +455,8 @@ Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
   LOG_WARN("fail_at_step={}: injecting a failure ({}) on rank {}", done, FailModeName(cfg_.fail_mode), ctx_.rank);
   switch (cfg_.fail_mode) {
     case FailMode::kKill:
+      // Between steps: after the step's RAM-tier copy went out (kill_mid_snapshot tears it).
+      if (ctx_.carried) ctx_.carried->ram.Wait();
       ::raise(SIGKILL);
       return Status::OK();
     case FailMode::kHang:
@@ -455,6 +466,15 @@ Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
       // To the process, not this thread: the signal thread (common/signals.h) takes it and
       // turns it into a preemption notice, seen by the next step's stop check.
       ::kill(::getpid(), SIGTERM);
+      return Status::OK();
+    case FailMode::kKillMidSnapshot:
+      // The RAM tier's thread kills this process halfway through sending this step's copy
+      // (train/ram_tier_copies.cpp); without a RAM tier this is a plain kill.
+      if (ctx_.carried && ctx_.carried->ram.generation() == ctx_.generation) {
+        ctx_.carried->ram.Wait();
+        return Status::OK();
+      }
+      ::raise(SIGKILL);
       return Status::OK();
     case FailMode::kExit:
       out->injected_exit = true;

@@ -34,10 +34,17 @@ struct RestoreSpec {
     kCheckpoint,  // the run's latest committed checkpoint, else load_*_path, else fresh
     kMemory,      // the replica of `source_rank` at `step`, sent to ranks that lack it;
                   // falls back to kCheckpoint if a newer checkpoint was committed meanwhile
+    kPeers,       // every shard of generation `old_generation` (mesh fsdp x tensor
+                  // old_fsdp x old_tensor) at `step` from the RAM of rank sources[shard]
+                  // (train/peer_restore.h); falls back to kCheckpoint as kMemory does, or
+                  // when a source does not hold its shard
   };
   Kind kind = Kind::kCheckpoint;
   int source_rank = 0;
   int64_t step = 0;
+  int64_t old_generation = -1;
+  int old_fsdp = 1, old_tensor = 1;
+  std::vector<int> sources;
 };
 
 // What a step reports to whoever runs the generation.
@@ -78,6 +85,7 @@ struct WorkerContext {
   std::string prefix = "gen/0";    // key prefix of this generation's groups
   std::string bind_address = "127.0.0.1";  // interface the Gloo transport binds
   std::optional<Mesh> mesh;        // the plan's mesh; unset: resolved from the config
+  std::vector<std::string> hosts;  // hosts[r]: rank r's host, for the RAM tier's buddies (empty: one host)
   RestoreSpec restore;
   CarriedState* carried = nullptr; // in: what this process kept (may be empty); out: handed back
   GenerationControl control;

@@ -70,6 +70,15 @@ class Trainer {
   Status TakeOrBuildState();
   // --- restoring (trainer.cpp)
   Status RestoreFromMemory();
+  // --- the RAM tier (restore_peers.cpp)
+  bool RamTierWanted() const;
+  Status ConnectRamTier(const std::shared_ptr<gloo::rendezvous::Store>& store);
+  // True when restored; false when a source lacks its shard and all ranks fall back.
+  Result<bool> RestoreFromPeers();
+  // After the restore: starts this generation's copies (and sends the restored state),
+  // or drops the old ones when this generation keeps none.
+  void StartRamTier();
+  void SnapshotToPeers(int64_t done);
   Status OpenStepLogs();
   // The newest step line any rank holds goes to every rank; the chief appends it when
   // metrics.jsonl lacks it (the previous chief died between the update and the line).
@@ -167,6 +176,9 @@ class Trainer {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Transformer<float>> model_;
   std::unique_ptr<TrainState> state_;
+  std::unique_ptr<TrainState> old_state_;  // a peers restore's own old shard, until it ends
+  bool rebound_ = false;                   // state_ is the carried state, rebound to this mesh
+  std::unique_ptr<ProcessGroup> ram_group_;  // the RAM tier's group, until StartRamTier
   std::unique_ptr<Checkpointer> ckpt_;
   std::unique_ptr<CheckpointPeriodTuner> period_tuner_;  // checkpoint_period=auto
   double job_started_at_ = 0;  // wall seconds

@@ -157,10 +157,18 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
   ctx.prefix = fmt::format("gen/{}", ctx.generation);
   ctx.bind_address = a.address.empty() ? std::string("127.0.0.1") : a.address;
   ctx.mesh = Mesh(a.data, a.fsdp, a.tensor);
-  ctx.restore.kind =
-      a.restore.kind == RestoreKind::kMemory ? RestoreSpec::Kind::kMemory : RestoreSpec::Kind::kCheckpoint;
+  ctx.restore.kind = a.restore.kind == RestoreKind::kMemory  ? RestoreSpec::Kind::kMemory
+                     : a.restore.kind == RestoreKind::kPeers ? RestoreSpec::Kind::kPeers
+                                                             : RestoreSpec::Kind::kCheckpoint;
   ctx.restore.source_rank = a.restore.source_rank;
   ctx.restore.step = a.restore.step;
+  ctx.restore.old_generation = a.restore.old_generation;
+  ctx.restore.old_fsdp = a.restore.old_fsdp;
+  ctx.restore.old_tensor = a.restore.old_tensor;
+  ctx.restore.sources = a.restore.sources;
+  ctx.hosts.assign(static_cast<size_t>(std::max(0, a.world)), "");
+  for (const AssignPeer& m : a.members)
+    if (m.rank >= 0 && m.rank < a.world) ctx.hosts[static_cast<size_t>(m.rank)] = m.host;
   ctx.inject_failure = a.inject_failure;
   ctx.failures = a.failures;
   ctx.job_started_at = a.job_started_at;
@@ -268,6 +276,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
     ended.outcome = GenerationOutcome::kFailed;
     ended.error = ctx_or.status().message();
     ended.state_step = carried_.step;
+    HeldCopies(carried_, &ended.copies_generation, &ended.copies);
     Send(ended);
     return -1;
   }
@@ -312,6 +321,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
   ended.start_step = r.start_step;
   ended.step = r.completed_step;
   ended.state_step = carried_.step;
+  HeldCopies(carried_, &ended.copies_generation, &ended.copies);
   ended.leaving = r.injected_exit || g_preempted != 0;
   ended.error = r.status.ok() ? "" : r.status.message();
   Send(ended);

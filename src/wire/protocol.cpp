@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "wire/json_record.h"
+#include "wire/shared_records.h"
 #include "wire/vocab_json.h"
 
 namespace elastrain {
@@ -16,12 +17,11 @@ namespace elastrain {
 ELASTRAIN_JSON_RECORD(JobSpec, job_id, config_yaml, run_dir, submitted_at)
 ELASTRAIN_JSON_RECORD(AgentInfo, id, host, address, slots, pid, started_at, preempting)
 ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
-                                                first_step_time, first_step_start, state_step, train_phase, last_progress, last_step_time,
+                                                first_step_time, first_step_start, state_step, copies_generation, copies, train_phase, last_progress, last_step_time,
                                                 checkpoint_step, outcome, stop_reasons, error, exit_kind, exit_code,
                                                 exit_signal, exit_time, exit_desc)
 ELASTRAIN_JSON_RECORD(AgentReport, agent, time, workers)
 ELASTRAIN_JSON_RECORD(PlanMember, rank, worker, agent, host, pid)
-ELASTRAIN_JSON_RECORD(RestorePlan, kind, source_rank, step)
 ELASTRAIN_JSON_RECORD(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
                                                 rendezvous, inject_failure, created_at, failures, job_started_at)
 ELASTRAIN_JSON_RECORD(JobControl, stop, requested_at)

@@ -72,6 +72,16 @@ struct AgentInfo {
   bool preempting = false;   // got a preemption notice: its workers are leaving
 };
 
+// A copy of one shard of a sharded generation's state that a worker holds in RAM (its
+// own shard, or a buddy's copy: the RAM tier, comm/ram_tier.h). `shard` numbers the
+// distinct shards of that generation's mesh: fsdp coordinate * tensor + tensor coordinate
+// (the rank at data coordinate 0).
+struct HeldCopy {
+  int shard = -1;
+  int64_t step = -1;  // the state after this step's update
+  bool operator==(const HeldCopy&) const = default;
+};
+
 // One worker process as its agent reports it.
 struct WorkerRecord {
   std::string id;            // "<agent>-w<serial>", unique over the job
@@ -85,6 +95,8 @@ struct WorkerRecord {
   double first_step_time = 0;  // when its first step of `generation` completed (0: not yet)
   double first_step_start = 0; // when that first step began (its completion less its duration)
   int64_t state_step = -1;   // the step of the full replica it holds in memory (-1: none)
+  int64_t copies_generation = -1;  // the generation whose shards `copies` are (-1: none)
+  std::vector<HeldCopy> copies;    // sharded state it holds in RAM, its own and buddies'
   TrainPhase train_phase = TrainPhase::kNone;  // setup | restore | train | eval | checkpoint | idle
   double last_progress = 0;  // when it last reported anything
   double last_step_time = 0; // when its last step completed
@@ -117,10 +129,17 @@ struct PlanMember {
 
 struct RestorePlan {
   // memory: the replica of `source_rank` at `step` (pure data parallel both before and
-  // after); checkpoint: the run's latest committed checkpoint (or a fresh start).
+  // after); peers: every shard of generation `old_generation` (mesh fsdp x tensor
+  // `old_fsdp` x `old_tensor`) at `step` from the RAM of the new rank sources[shard],
+  // resharded onto this plan's mesh; checkpoint: the run's latest committed checkpoint
+  // (or a fresh start).
   RestoreKind kind = RestoreKind::kCheckpoint;
   int source_rank = 0;
   int64_t step = 0;
+  int64_t old_generation = -1;
+  int old_fsdp = 1, old_tensor = 1;
+  std::vector<int> sources;
+  std::string why;  // why peers, or why not (events.jsonl)
 };
 
 struct Plan {

@@ -5,13 +5,12 @@
 #include <utility>
 
 #include "wire/json_record.h"
+#include "wire/shared_records.h"
 #include "wire/vocab_json.h"
 
 namespace elastrain {
 
 // Missing fields keep their defaults, as the agent and the worker always read them.
-// The same definition as in protocol.cpp (an inline function, so one per TU that uses it).
-ELASTRAIN_JSON_RECORD(RestorePlan, kind, source_rank, step)
 ELASTRAIN_JSON_RECORD(JobMessage, config_yaml, worker_id, host, threads, peak_flops)
 ELASTRAIN_JSON_RECORD(AssignPeer, rank, host, pid)
 ELASTRAIN_JSON_RECORD(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
@@ -23,7 +22,7 @@ ELASTRAIN_JSON_RECORD(StepMessage, generation, step, start_step, loss, step_seco
 ELASTRAIN_JSON_RECORD(CheckpointMessage, step, time)
 ELASTRAIN_JSON_RECORD(ProgressMessage, generation, step, phase, time)
 ELASTRAIN_JSON_RECORD(EndedMessage, generation, outcome, stop_reasons, start_step, step,
-                                                state_step, leaving, error)
+                                                state_step, copies_generation, copies, leaving, error)
 ELASTRAIN_JSON_RECORD(FatalMessage, error)
 
 // stop's reason travels as "user" or "resize".

@@ -118,6 +118,8 @@ struct EndedMessage {
   int64_t state_step = -1;
   bool leaving = false;      // it exits next (a preemption notice, an injected failure)
   std::string error;
+  int64_t copies_generation = -1;  // WorkerRecord::copies_generation
+  std::vector<HeldCopy> copies;
 };
 
 struct FatalMessage {

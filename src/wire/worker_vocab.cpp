@@ -29,7 +29,8 @@ constexpr Entry<ExitKind> kExitKinds[] = {{ExitKind::kNone, ""},          {ExitK
                                           {ExitKind::kPreempted, "preempted"}, {ExitKind::kHung, "hung"},
                                           {ExitKind::kEnded, "ended"},    {ExitKind::kSuccess, "success"}};
 constexpr Entry<RestoreKind> kRestoreKinds[] = {{RestoreKind::kCheckpoint, "checkpoint"},
-                                                {RestoreKind::kMemory, "memory"}};
+                                                {RestoreKind::kMemory, "memory"},
+                                                {RestoreKind::kPeers, "peers"}};
 constexpr Entry<CommandAction> kActions[] = {{CommandAction::kKill, "kill"},
                                              {CommandAction::kHang, "hang"},
                                              {CommandAction::kHost, "host"},

@@ -52,7 +52,7 @@ enum class GenerationOutcome { kNone, kCompleted, kStopped, kFailed, kAborted };
 enum class ExitKind { kNone, kFailure, kPreempted, kHung, kEnded, kSuccess };
 
 // Where a generation's state comes from (RestorePlan::kind).
-enum class RestoreKind { kCheckpoint, kMemory };
+enum class RestoreKind { kCheckpoint, kMemory, kPeers };
 
 // What an agent must do (AgentCommand::action). kill, hang and host are chaos (from
 // `elastrain chaos`); terminate and hung come from the controller.

@@ -31,7 +31,7 @@ expect_error "unknown placement" "placement_strategy=RANDOM: expected one of PAC
   train model_name=tiny num_workers=2 placement_strategy=RANDOM "${common[@]}"
 expect_error "failure budget below -1" "max_failures=-2: expected an integer >= -1" -- \
   train model_name=tiny max_failures=-2 "${common[@]}"
-expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill, hang, preempt" -- \
+expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill, hang, preempt, kill_mid_snapshot" -- \
   train model_name=tiny fail_mode=explode "${common[@]}"
 expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
   train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"

@@ -346,7 +346,7 @@ TEST(ConfigChoices, BadWordNamesKeyValueAndTheAllowedWords) {
             "remat_policy=minimal: expected one of none, full (elastrain implements only these; MaxText's finer "
             "policies are not supported)");
   EXPECT_EQ(Error({"gemm_backend=mkl"}), "gemm_backend=mkl: expected one of onednn, openblas");
-  EXPECT_EQ(Error({"fail_mode=crash"}), "fail_mode=crash: expected one of exit, kill, hang, preempt");
+  EXPECT_EQ(Error({"fail_mode=crash"}), "fail_mode=crash: expected one of exit, kill, hang, preempt, kill_mid_snapshot");
   EXPECT_EQ(Error({"placement_strategy=pack"}), "placement_strategy=pack: expected one of PACK, SPREAD");
   EXPECT_EQ(Error({"checkpoint_failure_policy=retry"}),
             "checkpoint_failure_policy=retry: expected one of continue, fail");
@@ -356,7 +356,7 @@ TEST_F(ConfigTest, BadWordInAFileNamesTheFile) {
   const std::string path = Write("bad_choice.yml", "fail_mode: explode\n");
   auto r = LoadConfig(path, {}, nullptr);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), path + ": fail_mode=explode: expected one of exit, kill, hang, preempt");
+  EXPECT_EQ(r.status().message(), path + ": fail_mode=explode: expected one of exit, kill, hang, preempt, kill_mid_snapshot");
 }
 
 TEST_F(ConfigTest, TextDatasetAcceptsAFileOrADirectory) {

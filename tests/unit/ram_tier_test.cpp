@@ -1,5 +1,5 @@
 // The RAM tier's pieces (issue #18): buddy placement and the choice of a peer restore
-// (elastic/ram_tier.h), and a holder's double-buffered snapshot (train/peer_snapshot.h).
+// (comm/ram_tier.h), and a holder's double-buffered snapshot (train/peer_snapshot.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "elastic/ram_tier.h"
+#include "comm/ram_tier.h"
 #include "train/peer_snapshot.h"
 
 namespace elastrain {
@@ -82,7 +82,7 @@ TEST(ChoosePeerRestore, AShardAndItsOnlyBuddyLostFallsBackToDiskSayingWhy) {
   copies.push_back({1, 2, 10});
   auto c = ChoosePeerRestore(4, {true, false, false, true}, copies, 0);
   EXPECT_FALSE(c.from_memory);
-  EXPECT_THAT(c.why, HasSubstr("no surviving copy of rank 1's shard"));
+  EXPECT_THAT(c.why, HasSubstr("no surviving copy of shard 1"));
 }
 
 TEST(ChoosePeerRestore, DiskWinsWhenNewer) {

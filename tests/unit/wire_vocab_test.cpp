@@ -105,15 +105,26 @@ TEST(WireMessages, JsonIsTheSameAsBefore) {
   EndedMessage e;
   e.generation = 4;
   e.outcome = GenerationOutcome::kAborted;
+  // ended gained the RAM tier's copies (issue #18); an older reader ignores them.
+  e.copies_generation = 3;
+  e.copies = {{1, 40}, {2, 39}};
   EXPECT_EQ(ToJson(WorkerMessage(e)).dump(),
-            R"({"error":"","generation":4,"leaving":false,"outcome":"aborted","start_step":-1,"state_step":-1,)"
+            R"({"copies":[{"shard":1,"step":40},{"shard":2,"step":39}],"copies_generation":3,"error":"",)"
+            R"("generation":4,"leaving":false,"outcome":"aborted","start_step":-1,"state_step":-1,)"
             R"("step":-1,"stop_reasons":0,"type":"ended"})");
+  WorkerMessage old_ended;
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"generation":4,"outcome":"aborted","type":"ended"})"), &old_ended).ok());
+  EXPECT_EQ(std::get<EndedMessage>(old_ended).copies_generation, -1);
+  EXPECT_TRUE(std::get<EndedMessage>(old_ended).copies.empty());
   AssignMessage a;
   a.generation = 1;
   a.restore.kind = RestoreKind::kMemory;
   a.members.push_back({0, "h", 12});
   const std::string aj = ToJson(AgentMessage(a)).dump();
-  EXPECT_NE(aj.find(R"("restore":{"kind":"memory","source_rank":0,"step":0})"), std::string::npos) << aj;
+  EXPECT_NE(aj.find(R"("restore":{"kind":"memory","old_fsdp":1,"old_generation":-1,"old_tensor":1,"source_rank":0,)"
+                    R"("sources":[],"step":0,"why":""})"),
+            std::string::npos)
+      << aj;
   EXPECT_NE(aj.find(R"("members":[{"host":"h","pid":12,"rank":0}])"), std::string::npos) << aj;
   EXPECT_NE(aj.find(R"("type":"assign")"), std::string::npos) << aj;
 }

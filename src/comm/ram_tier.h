@@ -8,10 +8,10 @@
 //                      newest such step, and which survivor serves each shard; or why not,
 //                      so that the plan falls back to the newest disk checkpoint.
 //
-// Status: these decisions and the holder's double buffer (train/peer_snapshot.h) are in
-// place and unit-tested (tests/unit/ram_tier_test.cpp); the trainer does not take
-// snapshots yet and the controller does not plan peer restores yet (docs/elastic.md,
-// "Limits and what is next").
+// Here, in comm/, because both sides use them: the trainer places its copies with
+// BuddyRanks (train/ram_tier_copies.h), the controller plans with ChoosePeerRestore
+// (elastic/policy.cpp). A shard (owner) is a shard id of the old mesh: fsdp coordinate *
+// tensor + tensor coordinate; holders are old ranks.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,9 @@ struct PeerRestoreChoice {
   std::string why;              // the reason, either way, for events.jsonl
 };
 
-// old_world: ranks of the old layout; survivors[r]: old rank r is alive; copies: every
-// complete copy the survivors hold (others are ignored); disk_step: the newest committed
+// old_world: the old layout's shards (owners 0..old_world-1); survivors[r]: old rank r is
+// alive and can serve (indexed by holder, which may exceed old_world when data replicas
+// hold the same shards); copies: every complete copy the survivors hold (others are ignored); disk_step: the newest committed
 // disk checkpoint's step (-1: none). Memory wins when it holds a whole step at least as
 // new as disk_step; among holders of a shard the owner is preferred, then the holder
 // serving the fewest shards so far (spreading the sends), then the lowest rank.

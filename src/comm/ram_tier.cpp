@@ -1,4 +1,4 @@
-#include "elastic/ram_tier.h"
+#include "comm/ram_tier.h"
 
 #include <algorithm>
 #include <map>
@@ -58,7 +58,7 @@ PeerRestoreChoice ChoosePeerRestore(int old_world, const std::vector<bool>& surv
     out.why = fmt::format("no shards to restore (old world {})", old_world);
     return out;
   }
-  auto alive = [&](int r) { return r >= 0 && r < old_world && r < static_cast<int>(survivors.size()) && survivors[r]; };
+  auto alive = [&](int r) { return r >= 0 && r < static_cast<int>(survivors.size()) && survivors[r]; };
   // step -> owner -> holders (surviving, in range)
   std::map<int64_t, std::map<int, std::set<int>>> held;
   for (const ShardCopy& c : copies)
@@ -73,8 +73,9 @@ PeerRestoreChoice ChoosePeerRestore(int old_world, const std::vector<bool>& surv
       if (!owners.count(o)) lost = o;
     if (lost >= 0) {
       if (missing.empty())
-        missing = fmt::format("step {}: no surviving copy of rank {}'s shard (its owner{} lost)", it->first, lost,
-                              alive(lost) ? " holds none and its buddies were" : " and every buddy holding it were");
+        missing = fmt::format("step {}: no surviving copy of shard {} ({})", it->first, lost,
+                              alive(lost) ? "its owner holds another step, and no live buddy holds this one"
+                                          : "its owner was lost, and no live buddy holds a complete copy");
       continue;
     }
     if (it->first < disk_step) {

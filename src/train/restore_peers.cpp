@@ -1,0 +1,162 @@
+// The RAM tier of a sharded generation (train/ram_tier_copies.h): its group, the restore
+// from peers' RAM (train/peer_restore.h) and the snapshots after each update.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "comm/ram_tier.h"
+#include "common/log.h"
+#include "train/peer_restore.h"
+#include "train/trainer_impl.h"
+
+namespace elastrain {
+
+bool Trainer::RamTierWanted() const {
+  return ctx_.carried != nullptr && RamTierActive(*mesh_, cfg_.memory_snapshot_period);
+}
+
+Status Trainer::ConnectRamTier(const std::shared_ptr<gloo::rendezvous::Store>& store) {
+  if (!RamTierWanted()) return Status::OK();
+  GroupOptions opt = GroupOpts();
+  const RamTierCopies* ram = &ctx_.carried->ram;
+  const std::function<bool()> aborted = ctx_.control.aborted;
+  opt.cancelled = [ram, aborted] { return ram->cancelling() || (aborted && aborted()); };
+  ELASTRAIN_ASSIGN_OR_RETURN(ram_group_,
+                             ProcessGroup::Connect(store, ctx_.prefix + "/ram", ctx_.rank, ctx_.world, opt));
+  return Status::OK();
+}
+
+Result<bool> Trainer::RestoreFromPeers() {
+  const auto t0 = Clock::now();
+  const RestoreSpec& r = ctx_.restore;
+  CarriedState* carried = ctx_.carried;
+  ELASTRAIN_ASSIGN_OR_RETURN(const PeerRestorePlan plan,
+                             PlanPeerRestore(cfg_.model, r.old_fsdp, r.old_tensor, *mesh_, r.sources));
+  const int64_t n = plan.old_shard_size;
+  // The shards this rank serves: its own old shard (the state it kept), or a copy it holds.
+  struct Source {
+    const float* b[3] = {nullptr, nullptr, nullptr};
+  };
+  std::map<int, Source> serve;
+  std::string missing;
+  TrainState* own = old_state_ ? old_state_.get() : rebound_ ? state_.get() : nullptr;
+  for (int s = 0; s < static_cast<int>(r.sources.size()); ++s) {
+    if (r.sources[s] != ctx_.rank) continue;
+    Source src;
+    if (own && carried && carried->shard_generation == r.old_generation && carried->shard_id == s &&
+        carried->shard_step == r.step && own->shard_size() == n) {
+      src = {{own->shard_params(), own->adam_m(), own->adam_v()}};
+    } else if (carried && carried->ram.generation() == r.old_generation) {
+      size_t floats = 0;
+      if (const float* d = carried->ram.Find(s, r.step, &floats); d && floats == static_cast<size_t>(3 * n))
+        src = {{d, d + n, d + 2 * n}};
+    }
+    if (!src.b[0]) missing += fmt::format("{}shard {}", missing.empty() ? "" : ", ", s);
+    serve[s] = src;
+  }
+  // Every rank must serve what the plan says, or all fall back to the checkpoint together.
+  const int64_t ok = missing.empty() ? 1 : 0;
+  std::vector<int64_t> oks(ctx_.world, 1);
+  ELASTRAIN_RETURN_IF_ERROR(world_->AllGather(&ok, 1, oks.data()));
+  for (int q = 0; q < ctx_.world; ++q)
+    if (!oks[q]) {
+      const std::string why = fmt::format("rank {} does not hold {} at step {}", q,
+                                          q == ctx_.rank ? missing : std::string("its shards"), r.step);
+      LOG_WARN("restore from peers abandoned: {}; restoring the latest checkpoint", why);
+      if (is_chief()) events_.Emit("peer_restore_abandoned", {{"generation", ctx_.generation}, {"why", why}});
+      return false;
+    }
+
+  // Pack what goes out (and what stays here) before anything is written: a rank may
+  // serve its own old shard from the very state it restores into.
+  std::vector<std::vector<float>> bufs(plan.transfers.size());
+  std::vector<ProcessGroup::Transfer> sends, recvs;
+  int64_t received = 0;
+  for (size_t i = 0; i < plan.transfers.size(); ++i) {
+    const PeerTransfer& t = plan.transfers[i];
+    if (t.from != ctx_.rank && t.to != ctx_.rank) continue;
+    const int64_t f = t.floats();
+    bufs[i].resize(3 * f);
+    if (t.from == ctx_.rank) {
+      const Source& src = serve.at(t.shard);
+      for (int k = 0; k < 3; ++k) {
+        float* out = bufs[i].data() + k * f;
+        for (const ShardRunCopy& c : t.runs) out = std::copy_n(src.b[k] + c.src, c.n, out);
+      }
+      if (t.to != ctx_.rank) sends.push_back({t.to, bufs[i].data(), bufs[i].size() * sizeof(float)});
+    } else {
+      recvs.push_back({t.from, bufs[i].data(), bufs[i].size() * sizeof(float)});
+      received += 3 * f;
+    }
+  }
+  state_step_ = -1;  // overwritten from here on
+  if (carried) carried->shard_step = -1;
+  ELASTRAIN_RETURN_IF_ERROR(world_->Exchange(sends, recvs));
+  float* dst[3] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
+  for (size_t i = 0; i < plan.transfers.size(); ++i) {
+    const PeerTransfer& t = plan.transfers[i];
+    if (t.to != ctx_.rank) continue;
+    const int64_t f = t.floats();
+    for (int k = 0; k < 3; ++k) {
+      const float* in = bufs[i].data() + k * f;
+      for (const ShardRunCopy& c : t.runs) {
+        std::copy_n(in, c.n, dst[k] + c.dst);
+        in += c.n;
+      }
+    }
+  }
+  old_state_.reset();
+  state_step_ = r.step;
+  start_step_ = r.step;
+  const double secs = SecondsSince(t0);
+  LOG_INFO("restored step {} from peers' RAM (generation {}'s {} shards onto mesh {}; received {:.1f} MiB) in {:.3f}s",
+           r.step, r.old_generation, r.sources.size(), mesh_->ToString(), received * 4.0 / 1048576.0, secs);
+  // The chief names where each shard came from; every rank's bytes add up in the log.
+  if (is_chief()) {
+    nlohmann::json sources = nlohmann::json::array();
+    for (size_t s = 0; s < r.sources.size(); ++s) sources.push_back({{"shard", s}, {"rank", r.sources[s]}});
+    events_.Emit("memory_restored", {{"step", r.step}, {"generation", ctx_.generation}, {"kind", "peers"},
+                                     {"old_generation", r.old_generation},
+                                     {"old_mesh", {{"fsdp", r.old_fsdp}, {"tensor", r.old_tensor}}},
+                                     {"sources", sources}, {"seconds", secs}});
+  }
+  return true;
+}
+
+void Trainer::StartRamTier() {
+  if (!ctx_.carried) return;
+  RamTierCopies& ram = ctx_.carried->ram;
+  if (!ram_group_) {  // no RAM tier in this generation: the old copies are of no more use
+    ram.Stop(std::chrono::milliseconds(0));
+    ram.Clear();
+    return;
+  }
+  std::vector<std::string> hosts = ctx_.hosts;
+  if (static_cast<int>(hosts.size()) != ctx_.world) hosts.assign(ctx_.world, "");
+  const std::vector<std::vector<int>> buddies = BuddyRanks(hosts, static_cast<int>(cfg_.memory_snapshot_replicas));
+  RamTierCopies::Setup setup;
+  setup.generation = ctx_.generation;
+  setup.shard_size = state_->shard_size();
+  setup.send_to = buddies[ctx_.rank];
+  for (int q = 0; q < ctx_.world; ++q)
+    for (int b : buddies[q])
+      if (b == ctx_.rank) {
+        const MeshCoords c = mesh_->Coords(q);
+        setup.receive_from.push_back({q, ShardId(c.fsdp, c.tensor, mesh_->tensor())});
+      }
+  if (cfg_.fail_mode == FailMode::kKillMidSnapshot && ctx_.inject_failure && ctx_.rank == cfg_.fail_rank)
+    setup.kill_mid_step = cfg_.fail_at_step;
+  ram.Start(setup, std::move(ram_group_));
+  // The restored state is the first copy: a failure before the first update finds it.
+  SnapshotToPeers(start_step_);
+}
+
+void Trainer::SnapshotToPeers(int64_t done) {
+  if (!ctx_.carried || ctx_.carried->ram.generation() != ctx_.generation) return;
+  if (done % cfg_.memory_snapshot_period != 0 && done != start_step_) return;
+  ctx_.carried->ram.Send(done, state_->shard_params(), state_->adam_m(), state_->adam_v());
+}
+
+}  // namespace elastrain

@@ -1,0 +1,112 @@
+# Issue 18: the RAM tier of sharded jobs (peer copies of every shard, restore from peers).
+#   1. `small`, fsdp=4, one worker SIGKILLed mid-run (fail_mode=kill: between two steps,
+#      after its copy of the step went out): the job restores from peers' RAM with no step
+#      redone and ends with the parameters of a failure-free run within 1e-5; the same on
+#      tensor=2 x fsdp=2, and for a shrink onto a different mesh (4 workers, fsdp=4 ->
+#      3 workers, fsdp=3).
+#   2. A shard and its only buddy lost at the same instant: the plan falls back to the
+#      disk checkpoint, and generation_started says why.
+#   3. A copy torn by its sender's death in the middle of sending it
+#      (fail_mode=kill_mid_snapshot) is discarded by its holder and never restored from.
+# "Equal" is the issue's 1e-5 relative (L2 over all parameters): a sharded run reduces in
+# another order than the single-process reference (test_parallel_equivalence.sh).
+# Points 2 and 3 do not depend on the model: they run `tiny`, whose FSDP steps take 60 ms
+# here where `small`'s take 2.5 s (its gathers go through loopback TCP).
+source "$(dirname "$0")/lib.sh"
+STEPS=6
+FAIL=4
+common=(model_name=small steps=$STEPS global_batch_size=4 per_device_batch_size=1 max_target_length=32
+        eval_interval=0 log_period=1 checkpoint_period=3 threads_per_worker=1 dashboard_port=0
+        base_output_directory="$WORK/runs")
+
+for ref in small:$STEPS tiny:$STEPS tiny:40; do
+  model=${ref%:*} steps=${ref#*:}
+  "$BIN" train "${common[@]}" model_name=$model steps=$steps run_name=ref-$model-$steps \
+    final_params_path="$WORK/ref-$model-$steps.bin" >"$WORK/ref.out" 2>&1 \
+    || fail "reference run of $model failed: $(tail -3 "$WORK/ref.out")"
+done
+equal() { compare_params_within "$WORK/ref-$1.bin" "$WORK/$2.bin" 1e-5; }  # equal MODEL-STEPS RUN
+
+# peers_run NAME WHAT ARGS...: a run that loses rank 1 after step FAIL and must restore
+# every shard of that step from peers.
+peers_run() {
+  local name=$1 what=$2 run="runs/$1" rc=0
+  shift 2
+  "$BIN" train "${common[@]}" run_name="$name" fail_at_step=$FAIL fail_rank=1 fail_mode=kill max_failures=1 \
+    final_params_path="$WORK/$name.bin" "$@" >"$WORK/$name.out" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || { fail "$what: exit $rc: $(tail -3 "$WORK/$name.out")"; return; }
+  local kind step mesh restored redone why
+  kind=$(ev $run generation_started restore.kind generation=1)
+  step=$(ev $run generation_started restore.step generation=1)
+  mesh=$(ev $run generation_started mesh generation=1)
+  why=$(ev $run generation_started restore.why generation=1)
+  restored=$(ev $run state_restored kind generation=1)/$(ev $run state_restored step generation=1)
+  redone=$(ev $run steps_redone to)
+  if [ "$kind/$step" = "peers/$FAIL" ] && [ "$restored" = "peers/$FAIL" ] && [ -z "$redone" ]; then
+    pass "$what: generation 1 (mesh $mesh) restored step $FAIL from peers, no step redone ($why)"
+  else
+    fail "$what: plan $kind/$step ($why), restored $restored, steps redone up to [$redone]"
+  fi
+  local sources
+  sources=$(ev $run generation_started restore.sources generation=1)
+  [ -n "$sources" ] && pass "$what: the plan names each shard's source: $sources" || fail "$what: no sources in the plan"
+  local params
+  params=$(equal small-$STEPS "$name") && pass "$what: final parameters equal the failure-free run ($params)" \
+    || fail "$what: final parameters differ: $params"
+  check_lines $run $STEPS "$what"
+}
+
+peers_run fsdp "fsdp=4" num_workers=4 ici_fsdp_parallelism=4
+peers_run tp "tensor=2 x fsdp=2" num_workers=4 ici_tensor_parallelism=2 ici_fsdp_parallelism=2
+peers_run shrink "shrink 4 -> 3 workers" num_workers=3:4 ici_fsdp_parallelism=-1
+world=$(ev runs/shrink generation_started world generation=1)
+[ "$world" = 3 ] && pass "shrink: generation 1 ran on 3 workers (fsdp=3), resharded from 4 shards" \
+  || fail "shrink: generation 1 had $world workers, expected 3 (the replacement was faster than the plan)"
+
+# 2. Rank 1 and its buddy (rank 2, the next rank on this one host) killed at once, after
+# step 10 (checkpoints every 3 steps): shard 1 has no surviving copy.
+run=runs/both
+"$BIN" train "${common[@]}" model_name=tiny steps=40 run_name=both num_workers=4 ici_fsdp_parallelism=4 max_failures=1 \
+  final_params_path="$WORK/both.bin" >"$WORK/both.out" 2>&1 &
+job=$!
+bg_track $job
+wait_step $run 10 60 || fail "the run did not reach step 10: $(tail -3 "$WORK/both.out")"
+kill -9 "$(rank_pid $run 1)" "$(rank_pid $run 2)"
+rc=0
+wait $job || rc=$?
+[ "$rc" -eq 0 ] && pass "both: the job completed after losing ranks 1 and 2 at once" || fail "both: exit $rc"
+kind=$(ev $run generation_started restore.kind generation=1)
+why=$(ev $run generation_started restore.why generation=1)
+restored=$(ev $run state_restored kind generation=1)/$(ev $run state_restored step generation=1)
+ckpt=$(ev $run generation_started restore.latest_checkpoint_step generation=1)
+if [ "$kind" = checkpoint ] && [[ "$why" == *"no surviving copy of shard 1"* ]] && [ "$restored" = "checkpoint/$ckpt" ]; then
+  pass "both: fell back to the checkpoint of step $ckpt; generation_started says why: $why"
+else
+  fail "both: plan $kind ($why), restored $restored"
+fi
+params=$(equal tiny-40 both) && pass "both: final parameters equal ($params)" \
+  || fail "both: final parameters differ: $params"
+
+# 3. Rank 1 dies halfway through sending its copy of step 4: its buddy (rank 2) discards
+# the torn copy, and no plan restores step 4 (shard 1 exists only up to step 3, and
+# shard 0's step-3 copy died with rank 1): the job goes back to the checkpoint of step 3.
+run=runs/torn
+"$BIN" train "${common[@]}" model_name=tiny run_name=torn num_workers=4 ici_fsdp_parallelism=4 max_failures=1 fail_at_step=$FAIL \
+  fail_rank=1 fail_mode=kill_mid_snapshot final_params_path="$WORK/torn.bin" >"$WORK/torn.out" 2>&1 \
+  || fail "torn: the job failed: $(tail -3 "$WORK/torn.out")"
+torn=$(grep -h "the copy of step $FAIL from rank 1 did not arrive whole" $run/logs/*.log | head -1 || true)
+[ -n "$torn" ] && pass "torn: the holder discarded the torn copy: ${torn#*] }" || fail "torn: no holder discarded a copy"
+grep -q "kill_mid_snapshot: killing this rank halfway through its copy of step $FAIL" $run/logs/*.log \
+  && pass "torn: rank 1 was killed in the middle of its copy" || fail "torn: rank 1 was not killed mid-copy"
+kind=$(ev $run generation_started restore.kind generation=1)
+step=$(ev $run state_restored step generation=1)
+why=$(ev $run generation_started restore.why generation=1)
+if [ "$kind" != peers ] || [ "$step" -lt $FAIL ]; then
+  pass "torn: step $FAIL was not restored from memory (plan $kind, restored step $step: $why)"
+else
+  fail "torn: restored step $step from $kind"
+fi
+params=$(equal tiny-$STEPS torn) && pass "torn: final parameters equal ($params)" \
+  || fail "torn: final parameters differ: $params"
+
+finish
