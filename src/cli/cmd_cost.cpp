@@ -35,12 +35,14 @@ void PrintCostUsage() {
       "       [--checkpoint-gbps-per-host 1] [--detection-seconds 30] [--restart-seconds 120]\n"
       "       [--spot-host-mtti 24h] [--spot-loss-sizes 1:0.7,2:0.2,4:0.1] [--spot-replacement-seconds 600]\n"
       "       [--on-demand-host-mtti 6336h] [--on-demand-loss-sizes 1:1] [--on-demand-replacement-seconds 300]\n"
-      "       [--mix-on-demand-fraction 0.25]\n"
+      "       [--mix-on-demand-fraction 0.25] [--memory-snapshot-replicas 0 (RAM tier off) | 1..8]\n"
+      "       [--memory-snapshot-period 1] [--ram-tier-coverage 0.9] [--peer-restore-gbps-per-host 10]\n"
       "      every catalog offer x spot, on-demand, mix x host count: fit, time, goodput, cost; cheapest first\n"
       "  simulate [plan arguments] [--offer NAME] [--capacity spot|on-demand|mix] [--hosts N]\n"
       "           [--min-hosts N] [--resize-seconds S] [--trials 1000] [--seed 1] [--trace FILE] [--svg PATH]\n"
       "  simulate --work-hours H [--hosts N] [--min-hosts N] --checkpoint-seconds D [--interval-seconds T]\n"
-      "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P] ...\n"
+      "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P]\n"
+      "           [--ram-tier-coverage C --snapshot-period-seconds S --peer-restore-seconds P] ...\n"
       "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n");
 }
 
@@ -175,6 +177,14 @@ std::string BestPlanText(const std::vector<PlanCandidate>& ranked, const PlanRep
                   best.offer.name, CapacityName(best.capacity), best.hosts, best.chips, best.offer.accelerator,
                   best.cost_usd, Hours(best.expected_seconds), Hours(best.ideal_seconds), best.goodput);
   o += WhyBest(best, ranked, report.candidates, req);
+  if (req.memory_snapshot_replicas > 0)
+    o += fmt::format(
+        "ram tier: covers {:.2f} of interruptions (one every {:.1f} h goes to disk, so tau is Daly at that MTTI); a "
+        "covered one costs {:.0f} s of recovery from peers + ~{:.1f} s of redone work (half a {:.1f} s snapshot "
+        "period); host RAM {:.2f} GiB per rank, {:.1f} GiB per host\n",
+        best.ram_tier_coverage, best.uncovered_mtti_seconds / 3600, best.peer_recovery_seconds,
+        best.snapshot_period_seconds / 2, best.snapshot_period_seconds, best.ram_tier_bytes_per_chip / (1 << 30),
+        best.ram_tier_bytes_per_chip * best.offer.chips_per_host / (1 << 30));
   o += SpotFallbackNote(best, report);
   o += fmt::format("price: {} ${:.3f} spot, ${:.3f} on demand per chip-hour; {}: ${:.2f}/h for {} chips ({}, {}, {})\n",
                    best.offer.name, best.offer.spot_usd_per_chip_hour, best.offer.on_demand_usd_per_chip_hour,

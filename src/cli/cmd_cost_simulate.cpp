@@ -53,6 +53,12 @@ PreemptionModel FailuresOf(const PlanRequest& req, const PlanCandidate& p) {
 }
 
 Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header) {
+  for (const char* f : {"--snapshot-period-seconds", "--peer-restore-seconds"})
+    if (a.Has(f))
+      return Status::InvalidArgument(fmt::format(
+          "{}: describes a given job (--work-hours); a plan takes --memory-snapshot-replicas N and "
+          "--memory-snapshot-period STEPS",
+          f));
   ELASTRAIN_ASSIGN_OR_RETURN(CostSetup setup, BuildCostSetup(a));
   const PlanRequest& req = setup.req;
   *header = DescribeSetup(setup);
@@ -115,11 +121,35 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
     s.job.restart_seconds = req.restart_seconds + p.checkpoint_seconds;  // restore reads what a save wrote
     s.job.resize_seconds = resize;
     s.job.usd_per_host_hour = p.usd_per_hour / hosts;
+    s.job.ram_tier_coverage = p.ram_tier_coverage;  // 0 unless --memory-snapshot-replicas
+    s.job.snapshot_period_seconds = p.snapshot_period_seconds;
+    s.job.peer_restore_seconds = req.restart_seconds + p.peer_restore_seconds;
     s.failures = FailuresOf(req, p);
     s.closed_form_seconds = p.expected_seconds;
     out.push_back(s);
   }
   return out;
+}
+
+// --ram-tier-coverage C (in [0, 1); 0, the default: disk only) and, with C > 0, the
+// snapshot period and the restart from peers.
+Status ReadRawRamTier(const CostArgs& a, SimJob* job) {
+  ELASTRAIN_ASSIGN_OR_RETURN(job->ram_tier_coverage, a.Number("--ram-tier-coverage", 0, 0, 1));
+  if (job->ram_tier_coverage >= 1)
+    return Status::InvalidArgument(fmt::format(
+        "--ram-tier-coverage={}: expected a number in [0, 1) (a whole-job restart is never covered)",
+        a.String("--ram-tier-coverage", "")));
+  if (job->ram_tier_coverage == 0) {
+    for (const char* f : {"--snapshot-period-seconds", "--peer-restore-seconds"})
+      if (a.Has(f))
+        return Status::InvalidArgument(
+            fmt::format("{}={}: the RAM tier is off; expected --ram-tier-coverage C > 0 with it", f, a.String(f, "")));
+    return Status::OK();
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(job->snapshot_period_seconds, a.Number("--snapshot-period-seconds", 0, 0, INFINITY));
+  ELASTRAIN_ASSIGN_OR_RETURN(job->peer_restore_seconds,
+                             a.Number("--peer-restore-seconds", job->restart_seconds, 0, INFINITY));
+  return Status::OK();
 }
 
 Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
@@ -145,12 +175,17 @@ Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
   if (a.Has("--loss-sizes")) {
     ELASTRAIN_ASSIGN_OR_RETURN(s.failures.loss_sizes, ParseLossSizes(a.String("--loss-sizes", ""), "--loss-sizes"));
   }
+  ELASTRAIN_RETURN_IF_ERROR(ReadRawRamTier(a, &s.job));
   const double mtti = s.failures.host_mtti_seconds / hosts;
-  ELASTRAIN_ASSIGN_OR_RETURN(s.job.interval_seconds,
-                             a.Number("--interval-seconds", DalyInterval(s.job.checkpoint_seconds, mtti), 0, INFINITY, true));
+  const double uncovered_mtti = UncoveredMttiSeconds(mtti, s.job.ram_tier_coverage);
+  ELASTRAIN_ASSIGN_OR_RETURN(s.job.interval_seconds, a.Number("--interval-seconds",
+                                                              DalyInterval(s.job.checkpoint_seconds, uncovered_mtti),
+                                                              0, INFINITY, true));
+  const RamTierCost tier{s.job.ram_tier_coverage, s.job.snapshot_period_seconds,
+                         s.job.detection_seconds + s.job.peer_restore_seconds + s.failures.replacement_seconds};
   s.closed_form_seconds =
-      DalyExpectedWallTime(s.job.work_seconds, s.job.interval_seconds, s.job.checkpoint_seconds, mtti,
-                           s.job.detection_seconds + s.job.restart_seconds + s.failures.replacement_seconds);
+      RamTierExpectedWallTime(s.job.work_seconds, s.job.interval_seconds, s.job.checkpoint_seconds, mtti,
+                              s.job.detection_seconds + s.job.restart_seconds + s.failures.replacement_seconds, tier);
   s.label = fmt::format("{:g} h of work x{} hosts", hours, hosts);
   return std::vector<Scenario>{s};
 }
@@ -161,7 +196,8 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
   std::set<std::string> flags = CostSetupFlags();
   for (const char* f : {"--offer", "--capacity", "--hosts", "--min-hosts", "--resize-seconds", "--trials", "--seed",
                         "--trace", "--svg", "--work-hours", "--checkpoint-seconds", "--interval-seconds", "--host-mtti",
-                        "--loss-sizes", "--replacement-seconds", "--usd-per-host-hour"})
+                        "--loss-sizes", "--replacement-seconds", "--usd-per-host-hour", "--snapshot-period-seconds",
+                        "--peer-restore-seconds"})
     flags.insert(f);
   auto parsed = CostArgs::Parse(argv, flags);
   if (!parsed.ok()) return Fail(parsed.status());
@@ -188,6 +224,7 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
                    "tau_s", "ideal_h", "mean_h", "p50_h", "p90_h", "daly_h", "mean_usd", "p50_usd", "p90_usd",
                    "interr", "unfin");
   std::vector<PlotSeries> plot;
+  std::string ram_lines;
   for (const Scenario& s : scenarios.value()) {
     auto sum = Simulate(s.job, s.failures, trace, static_cast<int>(*trials), static_cast<uint64_t>(*seed));
     if (!sum.ok()) return Fail(sum.status());
@@ -197,11 +234,18 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
                      s.label, s.job.interval_seconds, s.job.work_seconds / 3600, r.mean_seconds / 3600,
                      r.p50_seconds / 3600, r.p90_seconds / 3600, s.closed_form_seconds / 3600, r.mean_cost,
                      r.p50_cost, r.p90_cost, r.mean_interruptions, r.unfinished);
+    if (s.job.ram_tier_coverage > 0)
+      ram_lines += fmt::format("  {}: RAM tier covers {:.2f} ({:.1f} of {:.1f} interruptions per trial restored from "
+                               "peers in {:.0f} s; snapshot every {:.1f} s of compute)\n",
+                               s.label, s.job.ram_tier_coverage, r.mean_covered, r.mean_interruptions,
+                               s.job.peer_restore_seconds, s.job.snapshot_period_seconds);
     PlotSeries ps{s.label, {}};
     for (const SimTrial& t : r.trials) ps.points.push_back({t.completion_seconds / 3600, t.cost_usd});
     plot.push_back(std::move(ps));
   }
-  o += "daly_h: Daly's closed-form expected time with the mean replacement wait in R (docs/cost.md)\n";
+  o += ram_lines;
+  o += "daly_h: Daly's closed-form expected time with the mean replacement wait in R (docs/cost.md)";
+  o += ram_lines.empty() ? "\n" : "; with the RAM tier, at the uncovered MTTI and stretched by covered failures\n";
   if (a.Has("--svg")) {
     const std::string path = a.String("--svg", "");
     std::ofstream out(path);

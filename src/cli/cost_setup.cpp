@@ -108,6 +108,30 @@ Status ReadRecoveryFlags(const CostArgs& a, PlanRequest* r) {
   return Status::OK();
 }
 
+// --memory-snapshot-replicas N (0: off) and, only with it, the RAM tier's other flags.
+Status ReadRamTierFlags(const CostArgs& a, PlanRequest* r) {
+  ELASTRAIN_ASSIGN_OR_RETURN(int64_t replicas, a.Integer("--memory-snapshot-replicas", 0, 0, 8));
+  r->memory_snapshot_replicas = static_cast<int>(replicas);
+  if (replicas == 0) {
+    for (const char* f : {"--memory-snapshot-period", "--ram-tier-coverage", "--peer-restore-gbps-per-host"})
+      if (a.Has(f))
+        return Status::InvalidArgument(fmt::format(
+            "{}={}: the RAM tier is off; expected --memory-snapshot-replicas N (1 to 8) with it", f, a.String(f, "")));
+    return Status::OK();
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(r->memory_snapshot_period, a.Integer("--memory-snapshot-period", 1, 1, int64_t{1} << 40));
+  ELASTRAIN_ASSIGN_OR_RETURN(r->ram_tier_coverage,
+                             a.Number("--ram-tier-coverage", 1 - kRamTierUncoveredFraction, 0, 1));
+  if (r->ram_tier_coverage >= 1)
+    return Status::InvalidArgument(fmt::format(
+        "--ram-tier-coverage={}: expected a number in [0, 1) (a whole-job restart is never covered)",
+        a.String("--ram-tier-coverage", "")));
+  ELASTRAIN_ASSIGN_OR_RETURN(double gbps, a.Number("--peer-restore-gbps-per-host",
+                                                   kDefaultPeerRestoreBytesPerSecondPerHost / 1e9, 0, INFINITY, true));
+  r->peer_restore_bytes_per_second_per_host = gbps * 1e9;
+  return Status::OK();
+}
+
 // --catalog PATH, or the catalog compiled into the binary.
 Status LoadOffers(const CostArgs& a, CostSetup* s) {
   if (a.Has("--catalog")) {
@@ -127,7 +151,8 @@ const std::set<std::string>& CostSetupFlags() {
       "--deadline", "--budget", "--mfu", "--metrics", "--workers", "--catalog", "--mix-on-demand-fraction",
       "--checkpoint-gbps-per-host", "--detection-seconds", "--restart-seconds", "--spot-host-mtti",
       "--spot-replacement-seconds", "--spot-loss-sizes", "--on-demand-host-mtti", "--on-demand-replacement-seconds",
-      "--on-demand-loss-sizes"};
+      "--on-demand-loss-sizes", "--memory-snapshot-replicas", "--memory-snapshot-period", "--ram-tier-coverage",
+      "--peer-restore-gbps-per-host"};
   return f;
 }
 
@@ -175,6 +200,7 @@ Result<CostSetup> BuildCostSetup(CostArgs& a) {
   ELASTRAIN_RETURN_IF_ERROR(ReadMfu(a, &s));
   ELASTRAIN_RETURN_IF_ERROR(ReadDeadlineAndHosts(a, &r));
   ELASTRAIN_RETURN_IF_ERROR(ReadRecoveryFlags(a, &r));
+  ELASTRAIN_RETURN_IF_ERROR(ReadRamTierFlags(a, &r));
   ELASTRAIN_RETURN_IF_ERROR(LoadOffers(a, &s));
   return s;
 }
@@ -192,6 +218,13 @@ std::string DescribeSetup(const CostSetup& s) {
   o += fmt::format("memory: {} of fp32 parameters + gradients + AdamW m, v sharded over all chips (FSDP), "
                    "+ {} activations per chip\n",
                    FormatBytes(mem.param_bytes + mem.grad_bytes + mem.optimizer_bytes), FormatBytes(mem.activation_bytes));
+  if (r.memory_snapshot_replicas > 0)
+    o += fmt::format("ram tier: {} replica(s) of each shard every {} step(s): (1 staging + 2 x {} buffers) x 12 B x "
+                     "params = {} of host RAM in all, / chips per rank; covers {:g} of interruptions (at most those "
+                     "that spare a host), restores from peers at {:g} GB/s per host\n",
+                     r.memory_snapshot_replicas, r.memory_snapshot_period, r.memory_snapshot_replicas,
+                     FormatBytes((1 + 2 * r.memory_snapshot_replicas) * (mem.param_bytes + mem.optimizer_bytes)),
+                     r.ram_tier_coverage, r.peer_restore_bytes_per_second_per_host / 1e9);
   o += fmt::format("checkpoint: {:.1f} GB (parameters + AdamW m, v) at {:g} GB/s per host, restored at the same rate\n",
                    (mem.param_bytes + mem.optimizer_bytes) / 1e9, r.checkpoint_bytes_per_second_per_host / 1e9);
   o += fmt::format("failures: spot host MTTI {:.1f} h, hosts lost per event {}, replacement {:g} s; on-demand host "

@@ -17,6 +17,31 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // The event rate of `hosts` hosts of one model, per second.
 double EventRate(const PreemptionModel& m, int hosts) { return hosts / m.host_mtti_seconds; }
 
+// P(an event of `m` leaves at least one of `hosts` hosts): an event that takes them all
+// leaves no buddy holding anything, whatever the placement.
+double PartialLossProbability(const PreemptionModel& m, int hosts) {
+  if (m.loss_sizes.empty()) return hosts > 1 ? 1.0 : 0.0;  // one host per event
+  double p = 0;
+  for (const LossSize& l : m.loss_sizes)
+    if (l.hosts < hosts) p += l.probability;
+  return p;
+}
+
+// The RAM tier's numbers for `p` (EvaluatePlan has filled its MTTI, checkpoint and wait).
+void AddRamTier(const PlanRequest& req, double rate_spot, double rate_od, double wait, PlanCandidate* p) {
+  const double spared = (rate_spot * PartialLossProbability(req.spot, p->hosts) +
+                         rate_od * PartialLossProbability(req.on_demand, p->hosts)) /
+                        (rate_spot + rate_od);
+  p->ram_tier_coverage = std::min(req.ram_tier_coverage, spared);
+  p->uncovered_mtti_seconds = UncoveredMttiSeconds(p->job_mtti_seconds, p->ram_tier_coverage);
+  p->step_seconds = static_cast<double>(req.micro_batch * req.seq_len) * p->flops_per_token /
+                    (p->offer.peak_flops * req.mfu);
+  p->snapshot_period_seconds = static_cast<double>(req.memory_snapshot_period) * p->step_seconds;
+  p->peer_restore_seconds = p->checkpoint_bytes / (p->hosts * req.peer_restore_bytes_per_second_per_host);
+  p->peer_recovery_seconds = req.detection_seconds + req.restart_seconds + p->peer_restore_seconds + wait;
+  p->ram_tier_bytes_per_chip = (1 + 2.0 * req.memory_snapshot_replicas) * p->checkpoint_bytes / p->chips;
+}
+
 }  // namespace
 
 PlanCandidate EvaluatePlan(const PlanRequest& req, const AcceleratorOffer& offer, Capacity capacity, int hosts,
@@ -51,9 +76,17 @@ PlanCandidate EvaluatePlan(const PlanRequest& req, const AcceleratorOffer& offer
       (rate_spot * req.spot.replacement_seconds + rate_od * req.on_demand.replacement_seconds) / (rate_spot + rate_od);
   // Restoring reads what a save writes, at the same bandwidth.
   p.recovery_seconds = req.detection_seconds + req.restart_seconds + write_seconds + wait;
-  p.interval_seconds = DalyInterval(p.checkpoint_seconds, p.job_mtti_seconds);
-  p.expected_seconds = DalyExpectedWallTime(p.ideal_seconds, p.interval_seconds, p.checkpoint_seconds,
-                                            p.job_mtti_seconds, p.recovery_seconds);
+  if (req.memory_snapshot_replicas > 0) {
+    AddRamTier(req, rate_spot, rate_od, wait, &p);
+    const RamTierCost tier{p.ram_tier_coverage, p.snapshot_period_seconds, p.peer_recovery_seconds};
+    p.interval_seconds = DalyInterval(p.checkpoint_seconds, p.uncovered_mtti_seconds);
+    p.expected_seconds = RamTierExpectedWallTime(p.ideal_seconds, p.interval_seconds, p.checkpoint_seconds,
+                                                 p.job_mtti_seconds, p.recovery_seconds, tier);
+  } else {
+    p.interval_seconds = DalyInterval(p.checkpoint_seconds, p.job_mtti_seconds);
+    p.expected_seconds = DalyExpectedWallTime(p.ideal_seconds, p.interval_seconds, p.checkpoint_seconds,
+                                              p.job_mtti_seconds, p.recovery_seconds);
+  }
   p.goodput = p.ideal_seconds / p.expected_seconds;
   p.usd_per_hour = offer.chips_per_host * (spot_hosts * offer.spot_usd_per_chip_hour +
                                            od_hosts * offer.on_demand_usd_per_chip_hour);

@@ -1,7 +1,9 @@
 // The cost planner: for every catalog offer x capacity (spot, on-demand, mix) x host
 // count, does the model fit, how long does training take with failures and checkpoints
 // (Daly's interval and expected wall time, cost/interval.h), what does it cost, and
-// which plan is cheapest within a deadline and a budget. Every formula: docs/cost.md.
+// which plan is cheapest within a deadline and a budget. With the RAM tier
+// (memory_snapshot_replicas > 0) covered interruptions restore from peers and the disk
+// interval follows the uncovered ones (cost/interval.h). Every formula: docs/cost.md.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "cost/catalog.h"
+#include "cost/interval.h"
 #include "cost/preemption.h"
 #include "model/model_config.h"
 
@@ -19,6 +22,8 @@ constexpr double kDefaultCheckpointBytesPerSecondPerHost = 1e9;  // 1 GB/s to ob
 constexpr double kDefaultDetectionSeconds = 30;   // preemption notice / worker socket closing
 constexpr double kDefaultRestartSeconds = 120;    // new generation: processes, rendezvous, mesh
 constexpr double kDefaultMixOnDemandFraction = 0.25;
+// Restoring a shard from a buddy's RAM: most of a 100 Gb/s NIC per host.
+constexpr double kDefaultPeerRestoreBytesPerSecondPerHost = 10e9;
 
 struct PlanRequest {
   ModelConfig model;
@@ -36,6 +41,11 @@ struct PlanRequest {
   double checkpoint_bytes_per_second_per_host = kDefaultCheckpointBytesPerSecondPerHost;
   double detection_seconds = kDefaultDetectionSeconds;
   double restart_seconds = kDefaultRestartSeconds;
+  // The RAM tier: 0 replicas is a disk-only job (the planner's default).
+  int memory_snapshot_replicas = 0;     // buddy copies of each shard
+  int64_t memory_snapshot_period = 1;   // steps between snapshots
+  double ram_tier_coverage = 1 - kRamTierUncoveredFraction;  // P(covered), in [0, 1)
+  double peer_restore_bytes_per_second_per_host = kDefaultPeerRestoreBytesPerSecondPerHost;
 };
 
 struct PlanCandidate {
@@ -56,6 +66,14 @@ struct PlanCandidate {
   double usd_per_hour = 0;        // every chip, at its capacity's price
   double cost_usd = 0;            // usd_per_hour * expected hours
   bool meets_deadline = true, meets_budget = true;
+  // The RAM tier (all 0 when it is off):
+  double ram_tier_coverage = 0;        // c: the request's, at most P(an event spares a host)
+  double uncovered_mtti_seconds = 0;   // M_u = M / (1 - c): the disk interval's MTTI
+  double step_seconds = 0;             // micro_batch x seq_len tokens per chip, at the plan's speed
+  double snapshot_period_seconds = 0;  // s = memory_snapshot_period x step_seconds
+  double peer_restore_seconds = 0;     // checkpoint_bytes / (hosts x peer bandwidth)
+  double peer_recovery_seconds = 0;    // R_c: detection + restart + peer restore + replacement wait
+  double ram_tier_bytes_per_chip = 0;  // host RAM per rank: (1 + 2 replicas) x checkpoint_bytes / chips
 };
 
 struct PlanReport {

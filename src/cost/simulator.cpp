@@ -21,13 +21,16 @@ enum class Phase { kWork, kCheckpoint, kDetect, kWait, kRestart };
 struct TrialState {
   double t = 0;
   double work = 0, saved = 0;  // work done and work in the last checkpoint, full-world seconds
+  double snapshot = 0;         // work in the last RAM snapshot (RAM tier)
+  double since_snapshot = 0;   // compute seconds since it
+  bool from_peers = false;     // the pending restart restores from peers (a covered interruption)
   double phase_left = 0;       // seconds until the phase ends (at the current speed for kWork)
   double segment_done = 0;     // compute seconds since the last checkpoint or restart
   Phase phase = Phase::kWork;
   int world = 0, ready = 0;
   std::priority_queue<double, std::vector<double>, std::greater<double>> arrivals;
   double cost = 0;
-  int interruptions = 0;
+  int interruptions = 0, covered = 0;
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -65,12 +68,12 @@ class Trial {
       const double dt = std::min({phase_end, to_failure, to_arrival});
       if (s_.t + dt > give_up_ || !std::isfinite(dt)) {
         s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * (give_up_ - s_.t);
-        return {give_up_, s_.cost, s_.interruptions, false};
+        return {give_up_, s_.cost, s_.interruptions, s_.covered, false};
       }
       Advance(dt, speed);
       if (dt == to_failure) OnInterruption();
       else if (dt == to_arrival) OnArrival();
-      else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, true};
+      else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, s_.covered, true};
     }
   }
 
@@ -84,6 +87,24 @@ class Trial {
   void StartWork() {
     s_.phase = Phase::kWork;
     s_.segment_done = 0;
+  }
+
+  double RestartSeconds() const { return s_.from_peers ? job_.peer_restore_seconds : job_.restart_seconds; }
+
+  // RAM snapshots every snapshot_period_seconds of compute; they cost no time (the copy
+  // overlaps the next step). Called after work advanced `dt` seconds at `speed`.
+  void NoteSnapshots(double dt, double speed) {
+    if (job_.ram_tier_coverage <= 0) return;
+    const double period = job_.snapshot_period_seconds;
+    s_.since_snapshot += dt;
+    if (period <= 0) {  // a snapshot at every instant
+      s_.snapshot = s_.work, s_.since_snapshot = 0;
+      return;
+    }
+    if (s_.since_snapshot < period) return;
+    // It was < period before this dt, so the last snapshot fell within it, at this speed.
+    s_.since_snapshot = std::fmod(s_.since_snapshot, period);
+    s_.snapshot = std::max(s_.snapshot, s_.work - speed * s_.since_snapshot);
   }
 
   double PhaseEnd(double speed, bool* finishes_work) const {
@@ -106,6 +127,7 @@ class Trial {
     if (s_.phase == Phase::kWork) {
       s_.work = std::min(job_.work_seconds, s_.work + speed * dt);
       s_.segment_done += dt;
+      NoteSnapshots(dt, speed);
     } else {
       s_.phase_left -= dt;
     }
@@ -116,11 +138,21 @@ class Trial {
     lost = std::min(lost, s_.world);
     if (lost == 0) return;  // a trace event with nothing left to take
     ++s_.interruptions;
+    // The draw only happens with a RAM tier that may or may not cover, so that a
+    // disk-only job (coverage 0) consumes the random stream exactly as before.
+    const double c = job_.ram_tier_coverage;
+    const bool covered = c >= 1 || (c > 0 && Uniform() < c);
+    s_.covered += covered ? 1 : 0;
     s_.world -= lost;
     if (failures_.replacement_seconds <= 0) s_.world += lost;  // replaced at once
     else
       for (int i = 0; i < lost; ++i) s_.arrivals.push(s_.t + Exponential(failures_.replacement_seconds));
-    s_.work = s_.saved;  // everything since the last checkpoint is redone
+    // Everything since the last checkpoint is redone; a covered one only since the last
+    // snapshot. Work restored is also what the holders have: the next snapshot starts there.
+    s_.work = covered ? std::max(s_.saved, std::min(s_.snapshot, s_.work)) : s_.saved;
+    s_.snapshot = s_.work;
+    s_.since_snapshot = 0;
+    s_.from_peers = covered;
     Enter(Phase::kDetect, job_.detection_seconds);
   }
 
@@ -131,7 +163,7 @@ class Trial {
       return;
     }
     ++s_.world;
-    if (s_.world >= job_.min_hosts) Enter(Phase::kRestart, job_.restart_seconds);
+    if (s_.world >= job_.min_hosts) Enter(Phase::kRestart, RestartSeconds());
   }
 
   // The current phase ran out. True when that finished the job (its last checkpoint).
@@ -155,7 +187,7 @@ class Trial {
       case Phase::kDetect:
         s_.world += s_.ready;
         s_.ready = 0;
-        if (s_.world >= job_.min_hosts && s_.world > 0) Enter(Phase::kRestart, job_.restart_seconds);
+        if (s_.world >= job_.min_hosts && s_.world > 0) Enter(Phase::kRestart, RestartSeconds());
         else Enter(Phase::kWait, kInf);
         break;
       case Phase::kRestart:
@@ -192,6 +224,12 @@ Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
         "simulation needs work > 0, interval > 0 and 1 <= min_hosts <= hosts (got work {} s, interval {} s, hosts "
         "{}, min_hosts {})",
         job.work_seconds, job.interval_seconds, job.hosts, job.min_hosts));
+  if (!(job.ram_tier_coverage >= 0 && job.ram_tier_coverage <= 1) || !(job.snapshot_period_seconds >= 0) ||
+      !(job.peer_restore_seconds >= 0))
+    return Status::InvalidArgument(fmt::format(
+        "RAM tier: expected coverage in [0, 1], snapshot period >= 0 and peer restore >= 0 (got coverage {}, "
+        "snapshot period {} s, peer restore {} s)",
+        job.ram_tier_coverage, job.snapshot_period_seconds, job.peer_restore_seconds));
   if (trace.empty() && !(failures.host_mtti_seconds > 0))
     return Status::InvalidArgument(fmt::format("host MTTI {} s: expected > 0", failures.host_mtti_seconds));
   SimSummary s;
@@ -202,6 +240,7 @@ Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
     s.mean_seconds += t.completion_seconds / trials;
     s.mean_cost += t.cost_usd / trials;
     s.mean_interruptions += static_cast<double>(t.interruptions) / trials;
+    s.mean_covered += static_cast<double>(t.covered) / trials;
     s.unfinished += t.finished ? 0 : 1;
     secs.push_back(t.completion_seconds);
     costs.push_back(t.cost_usd);

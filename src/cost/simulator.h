@@ -6,7 +6,11 @@
 // with the hosts it has, at proportionally lower speed, and takes replacements back at
 // the next checkpoint (a `resize_seconds` pause, no work lost). Interruptions strike in
 // every phase (work, checkpoint, detection, restart, waiting), which is what Daly's
-// closed form assumes (cost/interval.h). Model and defaults: docs/cost.md.
+// closed form assumes (cost/interval.h). With the RAM tier (ram_tier_coverage > 0) each
+// interruption is covered with that probability: it loses only the work since the last
+// RAM snapshot (or checkpoint, if newer) and restarts from peers in
+// `peer_restore_seconds`; an uncovered one goes back to disk as above. Model and
+// defaults: docs/cost.md.
 #pragma once
 
 #include <cstdint>
@@ -28,12 +32,17 @@ struct SimJob {
   double restart_seconds = 0;     // restart + restore from the last checkpoint
   double resize_seconds = 0;      // replacements joining at a checkpoint
   double usd_per_host_hour = 0;   // hosts are billed while they are held
+  // The RAM tier (cost/interval.h): 0 coverage is a disk-only job, exactly as without it.
+  double ram_tier_coverage = 0;        // P(an interruption is covered), in [0, 1]
+  double snapshot_period_seconds = 0;  // compute seconds between RAM snapshots (0: every instant)
+  double peer_restore_seconds = 0;     // restart + restore from peers after a covered one
 };
 
 struct SimTrial {
   double completion_seconds = 0;
   double cost_usd = 0;
   int interruptions = 0;
+  int covered = 0;       // of them, restored from peers (RAM tier)
   bool finished = true;  // false: gave up at kMaxSimulatedFactor x work_seconds
 };
 
@@ -42,6 +51,7 @@ struct SimSummary {
   double mean_seconds = 0, p50_seconds = 0, p90_seconds = 0;
   double mean_cost = 0, p50_cost = 0, p90_cost = 0;
   double mean_interruptions = 0;
+  double mean_covered = 0;  // interruptions the RAM tier covered, per trial
   int unfinished = 0;
 };
 

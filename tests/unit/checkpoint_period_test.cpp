@@ -76,5 +76,59 @@ TEST(CheckpointPeriodTuner, EstimatedMttiIsThePosteriorMean) {
   EXPECT_DOUBLE_EQ(EstimatedMttiSeconds(1, NAN, 100), 50);
 }
 
+
+TEST(CheckpointPeriodTuner, CoveredFailuresDoNotShortenTheDiskPeriodWithTheRamTier) {
+  // Same measurements, 4 failures in 2 h against a 1-day prior, all covered by the RAM tier.
+  CheckpointPeriodTuner disk_only(86400, 1, 10000000), tiered(86400, 1, 10000000, /*ram_tier=*/true);
+  for (CheckpointPeriodTuner* t : {&disk_only, &tiered}) {
+    (void)t->OnGenerationStart(0, 0, 0);
+    (void)t->OnSaveMeasured(20, 1, 60);
+  }
+  auto a = disk_only.OnGenerationStart(4, 4, 7200);  // covered is ignored without the tier
+  auto b = tiered.OnGenerationStart(4, 4, 7200);
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  EXPECT_EQ(a->to, AutoCheckpointPeriodSteps(20, 1, 4, 7200, 86400, 1, 10000000));
+  EXPECT_DOUBLE_EQ(a->mtti_seconds, (86400.0 + 7200) / 5);
+  EXPECT_EQ(a->covered_failures, 0);
+  // With the tier: no uncovered failure, so M_u = prior / 0.1 + elapsed.
+  EXPECT_DOUBLE_EQ(b->mtti_seconds, 86400 / kRamTierUncoveredFraction + 7200);
+  EXPECT_EQ(b->to, static_cast<int64_t>(std::round(DalyInterval(20, 86400 / kRamTierUncoveredFraction + 7200))));
+  EXPECT_EQ(b->failures, 4);
+  EXPECT_EQ(b->covered_failures, 4);
+  EXPECT_GT(b->to, 3 * a->to);
+}
+
+TEST(CheckpointPeriodTuner, UncoveredFailuresPullTheTieredPeriodDownAsBefore) {
+  CheckpointPeriodTuner t(86400, 1, 10000000, /*ram_tier=*/true);
+  (void)t.OnGenerationStart(0, 0, 0);
+  auto first = t.OnSaveMeasured(20, 1, 60);
+  ASSERT_TRUE(first.has_value());
+  int64_t last = first->to;
+  // One more failure each generation, half of them covered: each uncovered one shortens it.
+  for (int f = 1; f <= 4; ++f) {
+    const int covered = f / 2, uncovered = f - covered;
+    auto c = t.OnGenerationStart(f, covered, 3600.0 * f);
+    ASSERT_TRUE(c.has_value()) << f;
+    // A covered failure leaves the count alone: M_u grows with the elapsed time only.
+    if (f % 2 == 0) EXPECT_GT(c->to, last) << f;
+    else EXPECT_LT(c->to, last) << f;
+    EXPECT_DOUBLE_EQ(c->mtti_seconds, (864000 + 3600.0 * f) / (1 + uncovered)) << f;
+    last = c->to;
+  }
+  // The 2-argument form counts every failure as uncovered.
+  auto all = t.OnGenerationStart(4, 5 * 3600.0);
+  ASSERT_TRUE(all.has_value());
+  EXPECT_DOUBLE_EQ(all->mtti_seconds, (864000 + 5 * 3600.0) / 5);
+  EXPECT_LT(all->to, last);
+}
+
+TEST(CheckpointPeriodTuner, CoveredCountIsClampedToTheFailures) {
+  CheckpointPeriodTuner t(86400, 1, 10000000, true);
+  auto c = t.OnGenerationStart(2, 7, 0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->covered_failures, 2);
+  EXPECT_DOUBLE_EQ(c->mtti_seconds, 864000);
+}
+
 }  // namespace
 }  // namespace elastrain

@@ -101,5 +101,48 @@ TEST(CostIntervalTest, AutoPeriodIsClampedAndSafeOnUnknownInputs) {
   EXPECT_EQ(AutoCheckpointPeriodSteps(20, 2, 0, 0, 86400, 0, 0), 1);      // min < 1 counts as 1
 }
 
+
+TEST(CostIntervalTest, RamTierPriorIsTheUncoveredMtti) {
+  // No RAM tier (fraction 1): the old estimate, bit for bit.
+  EXPECT_EQ(EstimatedMttiSeconds(3, 3600, 86400, 1.0), EstimatedMttiSeconds(3, 3600, 86400));
+  // With it: one pseudo-failure at prior / 0.1 = 10 days; uncovered failures still pull it down.
+  EXPECT_DOUBLE_EQ(EstimatedMttiSeconds(0, 0, 86400, kRamTierUncoveredFraction), 864000);
+  EXPECT_DOUBLE_EQ(EstimatedMttiSeconds(2, 7200, 86400, 0.1), (864000.0 + 7200) / 3);
+  // A fraction that describes nothing gives no credit.
+  for (double bad : {0.0, -0.5, 1.5, std::nan("")}) EXPECT_DOUBLE_EQ(EstimatedMttiSeconds(0, 0, 86400, bad), 86400) << bad;
+  // Daly at the 10-day uncovered MTTI: sqrt(10) ~ 3.1x the period of the disk-only job.
+  const int64_t disk_only = AutoCheckpointPeriodSteps(20, 2, 0, 0, 86400, 1, 1000000);
+  const int64_t tiered = AutoCheckpointPeriodSteps(20, 2, 0, 0, 86400, 1, 1000000, kRamTierUncoveredFraction);
+  EXPECT_EQ(tiered, static_cast<int64_t>(std::round(DalyInterval(20, 864000) / 2)));
+  EXPECT_NEAR(static_cast<double>(tiered) / disk_only, std::sqrt(10.0), 0.02);
+}
+
+TEST(CostIntervalTest, UncoveredMttiIsMOverOneMinusCoverage) {
+  EXPECT_DOUBLE_EQ(UncoveredMttiSeconds(3600, 0), 3600);
+  EXPECT_DOUBLE_EQ(UncoveredMttiSeconds(3600, 0.9), 36000);
+  EXPECT_TRUE(std::isinf(UncoveredMttiSeconds(3600, 1)));
+  EXPECT_DOUBLE_EQ(UncoveredMttiSeconds(3600, NAN), 3600);
+}
+
+TEST(CostIntervalTest, RamTierWallTimeIsDalyWithoutCoverageAndLowerWithIt) {
+  const double w = 100 * 3600, d = 60, m = 3 * 3600, r = 900;
+  const double tau = DalyInterval(d, m);
+  RamTierCost off;
+  EXPECT_EQ(RamTierExpectedWallTime(w, tau, d, m, r, off), DalyExpectedWallTime(w, tau, d, m, r));
+  // 90% covered, a 10 s snapshot period, 200 s back from peers: the worked form.
+  const RamTierCost on{0.9, 10, 200};
+  const double mu = m / 0.1, tau_u = DalyInterval(d, mu);
+  const double f = 1 + 0.9 * std::expm1(200 / m) + 0.9 * 10 / (2 * m);
+  const double expected = mu * std::exp(r / mu) * std::expm1(f * (tau_u + d) / mu) * w / tau_u;
+  EXPECT_NEAR(RamTierExpectedWallTime(w, tau_u, d, m, r, on) / expected, 1, 1e-12);
+  EXPECT_LT(expected, DalyExpectedWallTime(w, tau, d, m, r));
+  // At the uncovered rate the longer disk interval is the better one.
+  EXPECT_LT(RamTierExpectedWallTime(w, tau_u, d, m, r, on), RamTierExpectedWallTime(w, tau, d, m, r, on));
+  // Everything covered: no disk restarts, only the saves, and Daly's restart factor e^{R_c/M}.
+  EXPECT_DOUBLE_EQ(RamTierExpectedWallTime(w, 3600, d, m, r, {1, 0, 0}), w * 3660 / 3600);
+  EXPECT_NEAR(RamTierExpectedWallTime(w, 3600, d, m, r, {1, 0, m}), w * 3660 / 3600 * std::exp(1.0), 1e-6);
+  EXPECT_TRUE(std::isinf(RamTierExpectedWallTime(w, tau, d, m, r, {0.9, 0, 1000 * m})));
+}
+
 }  // namespace
 }  // namespace elastrain

@@ -130,5 +130,68 @@ TEST(CostPlannerTest, FallsBackToOnDemandWhenSpotCannotMeetTheDeadline) {
   for (const PlanCandidate& p : ranked) EXPECT_NE(p.capacity, Capacity::kSpot);
 }
 
+
+// ---- The RAM tier ---------------------------------------------------------------------
+
+TEST(CostPlannerTest, RamTierIsOffByDefaultAndChangesNothing) {
+  const PlanRequest r = Llama8b();
+  EXPECT_EQ(r.memory_snapshot_replicas, 0);
+  bool fits = false;
+  const PlanCandidate p = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  EXPECT_EQ(p.ram_tier_coverage, 0);
+  EXPECT_EQ(p.ram_tier_bytes_per_chip, 0);
+  EXPECT_DOUBLE_EQ(p.interval_seconds, DalyInterval(p.checkpoint_seconds, p.job_mtti_seconds));
+}
+
+TEST(CostPlannerTest, RamTierFollowsTheDocumentedFormulas) {
+  PlanRequest r = Llama8b();
+  r.memory_snapshot_replicas = 1;
+  r.memory_snapshot_period = 4;
+  bool fits = false;
+  const PlanCandidate off = EvaluatePlan(Llama8b(), Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  const PlanCandidate p = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  ASSERT_TRUE(fits);
+  const double n = static_cast<double>(r.model.NumParams());
+  // 9 hosts: every spot event (1, 2 or 4 hosts) spares one, so the requested 0.9 holds.
+  EXPECT_DOUBLE_EQ(p.ram_tier_coverage, 0.9);
+  EXPECT_DOUBLE_EQ(p.uncovered_mtti_seconds, p.job_mtti_seconds / (1 - 0.9));
+  EXPECT_DOUBLE_EQ(p.interval_seconds, DalyInterval(p.checkpoint_seconds, p.uncovered_mtti_seconds));
+  const double fpt = TrainingFlopsPerToken(r.model, 8192);
+  EXPECT_DOUBLE_EQ(p.step_seconds, 8192 * fpt / (918e12 * 0.4));
+  EXPECT_DOUBLE_EQ(p.snapshot_period_seconds, 4 * p.step_seconds);
+  EXPECT_DOUBLE_EQ(p.peer_restore_seconds, 12 * n / (9 * 10e9));
+  EXPECT_DOUBLE_EQ(p.peer_recovery_seconds, 30 + 120 + p.peer_restore_seconds + 600);
+  EXPECT_DOUBLE_EQ(p.recovery_seconds, off.recovery_seconds);  // an uncovered one: as before
+  const RamTierCost tier{0.9, p.snapshot_period_seconds, p.peer_recovery_seconds};
+  EXPECT_DOUBLE_EQ(p.expected_seconds, RamTierExpectedWallTime(p.ideal_seconds, p.interval_seconds,
+                                                               p.checkpoint_seconds, p.job_mtti_seconds,
+                                                               p.recovery_seconds, tier));
+  // (1 staging + 2 x 1 buffers) x 12 B x N / 72 ranks of host RAM per rank.
+  EXPECT_DOUBLE_EQ(p.ram_tier_bytes_per_chip, 3 * 12 * n / 72);
+  // The disk interval grows ~sqrt(10) x; the job finishes sooner and costs less.
+  EXPECT_GT(p.interval_seconds, 3 * off.interval_seconds);
+  EXPECT_LT(p.expected_seconds, off.expected_seconds);
+  EXPECT_LT(p.cost_usd, off.cost_usd);
+  EXPECT_GT(p.goodput, off.goodput);
+  std::printf("v6e spot x9: disk only tau %.0f s, %.2f h, $%.0f; RAM tier tau %.0f s, %.2f h, $%.0f\n",
+              off.interval_seconds, off.expected_seconds / 3600, off.cost_usd, p.interval_seconds,
+              p.expected_seconds / 3600, p.cost_usd);
+}
+
+TEST(CostPlannerTest, RamTierCoversNothingOnOneHostAndOnlyWhatSparesAHostOnFew) {
+  PlanRequest r = Llama8b();
+  r.memory_snapshot_replicas = 2;
+  r.model = ModelPreset("tiny").value();
+  bool fits = false;
+  const PlanCandidate one = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 1, &fits);
+  EXPECT_EQ(one.ram_tier_coverage, 0);  // every event takes the only host
+  EXPECT_DOUBLE_EQ(one.interval_seconds, DalyInterval(one.checkpoint_seconds, one.job_mtti_seconds));
+  const PlanCandidate two = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 2, &fits);
+  EXPECT_DOUBLE_EQ(two.ram_tier_coverage, 0.7);  // spot: 1 host 70%, 2 or 4 take both
+  const PlanCandidate od = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kOnDemand, 2, &fits);
+  EXPECT_DOUBLE_EQ(od.ram_tier_coverage, 0.9);  // on demand loses one host at a time
+  EXPECT_DOUBLE_EQ(two.ram_tier_bytes_per_chip, 5 * two.checkpoint_bytes / 16);
+}
+
 }  // namespace
 }  // namespace elastrain
