@@ -202,7 +202,7 @@ void AgentMachine::ApplyPlan(const Plan& plan, double now, Actions* out) {
     out->push_back(SendToWorker{w.rec.id, AssignMessage{plan.generation, m.rank, plan.world, plan.data, plan.fsdp,
                                                          plan.tensor, plan.restore, plan.rendezvous,
                                                          plan.inject_failure, plan.failures, plan.job_started_at,
-                                                         opt_.address, peers}});
+                                                         opt_.address, peers, plan.covered_failures}});
     w.assigned_gen = plan.generation;
     w.rec.phase = WorkerPhase::kRunning;
     w.rec.generation = plan.generation;

@@ -476,6 +476,7 @@ Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const M
   p.inject_failure = r().inject_armed && s_.fail_at_step > 0;
   p.created_at = obs_.now;
   p.failures = r().failures;
+  p.covered_failures = r().covered_failures;
   p.job_started_at = r().started_at;
   int source = -1;
   for (size_t i = 0; i < chosen.size(); ++i) {
@@ -486,9 +487,12 @@ Plan Decider::MakePlan(const std::vector<const ObservedWorker*>& chosen, const M
   }
   const bool replicated = mesh.fsdp() == 1 && mesh.tensor() == 1;
   if (replicated && source >= 0 && chosen[source]->rec.state_step >= r().latest_checkpoint_step) {
-    p.restore = {RestoreKind::kMemory, source, chosen[source]->rec.state_step};
+    p.restore.kind = RestoreKind::kMemory;
+    p.restore.source_rank = source;
+    p.restore.step = chosen[source]->rec.state_step;
   } else {
-    p.restore = {RestoreKind::kCheckpoint, 0, std::max<int64_t>(0, r().latest_checkpoint_step)};
+    p.restore.kind = RestoreKind::kCheckpoint;
+    p.restore.step = std::max<int64_t>(0, r().latest_checkpoint_step);
     PlanPeerRestore(chosen, &p.restore);
   }
   return p;
@@ -554,6 +558,11 @@ void Decider::TryStart() {
     cands.resize(n);
     const bool first = r().generation < 0;
     Plan p = MakePlan(cands, mesh);
+    // A failure whose next generation restores from peers cost no disk restore: what
+    // checkpoint_period=auto tells apart (cost/interval.h).
+    if (state() == JobState::kRecovering && p.restore.kind == RestoreKind::kPeers) {
+      p.covered_failures = ++r().covered_failures;
+    }
     if (cooled) Emit("cooldown_overridden", {{"reason", "no other host can run min_workers"}});
     r().generation = p.generation;
     r().world = n;

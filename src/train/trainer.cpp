@@ -166,7 +166,8 @@ void Trainer::MakeCheckpointer() {
     period_tuner_ = std::move(carried->period_tuner);
   else
     period_tuner_ = std::make_unique<CheckpointPeriodTuner>(cfg_.checkpoint_mtti_prior_seconds,
-                                                            cfg_.checkpoint_period_min, cfg_.checkpoint_period_max);
+                                                            cfg_.checkpoint_period_min, cfg_.checkpoint_period_max,
+                                                            RamTierActive(*mesh_, cfg_.memory_snapshot_period));
 }
 
 void Trainer::LogSetup() const {
@@ -220,7 +221,9 @@ Status Trainer::Restore() {
   if (is_chief() && (from_memory || from_peers)) ckpt_->RemoveUncommitted();
   completed_step_ = start_step_;
   ckpt_->StartPeriodAt(start_step_);
-  if (period_tuner_) NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, JobElapsedSeconds()), start_step_);
+  if (period_tuner_)
+    NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, ctx_.covered_failures, JobElapsedSeconds()),
+                     start_step_);
   if (is_chief())
     events_.Emit("state_restored", {{"generation", ctx_.generation}, {"step", start_step_}, {"world", ctx_.world},
                                     {"kind", from_memory ? "memory" : from_peers ? "peers"
@@ -492,6 +495,7 @@ void Trainer::NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, i
   events_.Emit("checkpoint_period_changed", {{"from", c->from},
                                              {"to", c->to},
                                              {"failures", c->failures},
+                                             {"covered_failures", c->covered_failures},
                                              {"mtti_seconds", c->mtti_seconds},
                                              {"stall_seconds", c->stall_seconds},
                                              {"step_seconds", c->step_seconds},

@@ -91,6 +91,7 @@ struct WorkerContext {
   GenerationControl control;
   bool inject_failure = true;      // fail_at_step is armed in this generation
   int64_t failures = 0;            // the job's failures before this generation (checkpoint_period=auto)
+  int64_t covered_failures = 0;    // of those, the ones the RAM tier restored from peers
   double job_started_at = 0;       // when the job started, seconds since the epoch; 0: this process's start
   double peak_flops = 0;           // > 0: the MFU denominator measured once per process
   // Names lost peers when a collective fails, e.g. "rank 2 (pid 1234) is gone".

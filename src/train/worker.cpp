@@ -171,6 +171,7 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
     if (m.rank >= 0 && m.rank < a.world) ctx.hosts[static_cast<size_t>(m.rank)] = m.host;
   ctx.inject_failure = a.inject_failure;
   ctx.failures = a.failures;
+  ctx.covered_failures = a.covered_failures;
   ctx.job_started_at = a.job_started_at;
   if (a.rendezvous.kind == RendezvousAddress::Kind::kFile) {
     ctx.rendezvous_dir = a.rendezvous.dir;

@@ -23,11 +23,12 @@ ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, star
 ELASTRAIN_JSON_RECORD(AgentReport, agent, time, workers)
 ELASTRAIN_JSON_RECORD(PlanMember, rank, worker, agent, host, pid)
 ELASTRAIN_JSON_RECORD(Plan, job_id, generation, world, data, fsdp, tensor, members, restore,
-                                                rendezvous, inject_failure, created_at, failures, job_started_at)
+                                                rendezvous, inject_failure, created_at, failures, job_started_at,
+                                                covered_failures)
 ELASTRAIN_JSON_RECORD(JobControl, stop, requested_at)
 ELASTRAIN_JSON_RECORD(GenerationStop, generation, reasons, abort, job_id)
 ELASTRAIN_JSON_RECORD(AgentCommand, action, worker, requested_at, job_id)
-ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failures,
+ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failures, covered_failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,

@@ -156,6 +156,7 @@ struct Plan {
   // started_at when the plan was made).
   int64_t failures = 0;
   double job_started_at = 0;
+  int64_t covered_failures = 0;        // of `failures`, those the RAM tier restored from peers
 };
 
 // The controller asks the members of `generation` to stop at a step boundary: resize at
@@ -188,6 +189,7 @@ struct JobRecord {
   int64_t generation = -1;
   int world = 0;
   int64_t failures = 0;                // counted against max_failures
+  int64_t covered_failures = 0;        // failures whose next generation restored from peers' RAM
   int64_t restarts = 0;                // generations started after the first
   int64_t step = 0;                    // newest completed step seen
   int64_t latest_checkpoint_step = -1;

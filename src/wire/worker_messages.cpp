@@ -14,7 +14,8 @@ namespace elastrain {
 ELASTRAIN_JSON_RECORD(JobMessage, config_yaml, worker_id, host, threads, peak_flops)
 ELASTRAIN_JSON_RECORD(AssignPeer, rank, host, pid)
 ELASTRAIN_JSON_RECORD(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
-                                                rendezvous, inject_failure, failures, job_started_at, address, members)
+                                                rendezvous, inject_failure, failures, job_started_at, address, members,
+                                                covered_failures)
 ELASTRAIN_JSON_RECORD(AbortMessage, generation)
 ELASTRAIN_JSON_RECORD(ReadyMessage, pid, state_step, peak_flops)
 ELASTRAIN_JSON_RECORD(StartedMessage, generation, rank, world)

@@ -60,6 +60,7 @@ struct AssignMessage {
   double job_started_at = 0;
   std::string address;       // where this worker binds (its agent's address)
   std::vector<AssignPeer> members;
+  int64_t covered_failures = 0;  // Plan::covered_failures
 };
 
 struct StopMessage {

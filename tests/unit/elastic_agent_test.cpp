@@ -142,7 +142,7 @@ TEST_F(AgentMachineTest, AFailedSpawnIsRetriedLater) {
 TEST_F(AgentMachineTest, WorkerDeathIsReportedAsFailureAndItsSlotRespawns) {
   StartReady();
   Feed(PlanSeen{MakePlan(0, {"a1-w0", "a1-w1"})});
-  Feed(WorkerSaid{"a1-w1", EndedMessage{0, GenerationOutcome::kFailed, 0, 0, 3, -1, false, "boom"}});
+  Feed(WorkerSaid{"a1-w1", EndedMessage{0, GenerationOutcome::kFailed, 0, 0, 3, -1, false, "boom", -1, {}}});
   now_ += 1;
   Feed(WorkerExited{"a1-w1", Signal(SIGSEGV)});
   const WorkerRecord& r = W("a1-w1");
@@ -304,7 +304,9 @@ TEST_F(AgentMachineTest, UserStopTellsWorkersToExitThenKillsAfterTheGrace) {
 TEST_F(AgentMachineTest, PlanAssignsIdleWorkersAndKillsAStragglerAfterTheGrace) {
   StartReady();
   Plan p0 = MakePlan(0, {"a1-w0", "a1-w1"});
-  p0.restore = {RestoreKind::kMemory, 1, 40};
+  p0.restore.kind = RestoreKind::kMemory;
+  p0.restore.source_rank = 1;
+  p0.restore.step = 40;
   auto acts = Feed(PlanSeen{p0});
   auto a0 = Sent<AssignMessage>(acts, "a1-w0");
   auto a1 = Sent<AssignMessage>(acts, "a1-w1");
@@ -322,7 +324,7 @@ TEST_F(AgentMachineTest, PlanAssignsIdleWorkersAndKillsAStragglerAfterTheGrace) 
   // w0 ends generation 0; w1 stays in it (stuck in a collective, still ticking).
   Feed(WorkerSaid{"a1-w0", StartedMessage{0, 0, 2}});
   Feed(WorkerSaid{"a1-w1", StartedMessage{0, 1, 2}});
-  Feed(WorkerSaid{"a1-w0", EndedMessage{0, GenerationOutcome::kAborted, 0, 40, 45, 45, false, ""}});
+  Feed(WorkerSaid{"a1-w0", EndedMessage{0, GenerationOutcome::kAborted, 0, 40, 45, 45, false, "", -1, {}}});
   EXPECT_EQ(W("a1-w0").phase, WorkerPhase::kIdle);
   EXPECT_EQ(W("a1-w0").outcome, GenerationOutcome::kAborted);
 
@@ -444,7 +446,9 @@ TEST_F(AgentMachineTest, ForgedPlansAreRefusedAndAValidOneStillApplies) {
   forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
   forged.back().world = 3;  // members do not match
   forged.push_back(MakePlan(0, {"a1-w0", "a1-w1"}));
-  forged.back().restore = {RestoreKind::kMemory, 7, 10};  // source is not a rank
+  forged.back().restore.kind = RestoreKind::kMemory;  // source is not a rank
+  forged.back().restore.source_rank = 7;
+  forged.back().restore.step = 10;
   for (const Plan& p : forged) {
     EXPECT_EQ(assigned(Feed(PlanSeen{p})), 0u);
     EXPECT_EQ(W("a1-w0").phase, WorkerPhase::kIdle);
