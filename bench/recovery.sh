@@ -9,8 +9,11 @@
 #   1st step  recover - resume: the new generation's first step (new shapes, warm-up)
 #   step      median step time of the new generation
 # Scenarios: elastic 2:4 (the survivors go on; the replacement joins at a checkpoint
-# boundary), fixed 4 (waits for the replacement process), fixed 4 with FSDP (state in
-# shards: restore from the checkpoint), and a preemption notice (SIGTERM).
+# boundary), fixed 4 (waits for the replacement process), fixed 4 with FSDP and with
+# tensor x FSDP, each once with the disk only (memory_snapshot_period=0: restore from the
+# checkpoint) and once with the RAM tier (issue 18: restore from peers' RAM), and a
+# preemption notice (SIGTERM). Then the RAM tier's cost: the median step time of
+# failure-free FSDP runs with memory_snapshot_period=1 against 0, same shape.
 #   usage: bench/recovery.sh [build/elastrain] [trials]
 # Reference (issue 5, measured on this machine kind): torchrun (PyTorch 1.13, monitor
 # interval 0.1 s) notices a killed worker in ~0.05 s, needs 4.2 s from the kill to the
@@ -73,9 +76,33 @@ scenario() {
 }
 scenario "elastic 2:4, SIGKILL" 9 num_workers=2:4
 scenario "fixed 4, SIGKILL" 9 num_workers=4
-scenario "fixed 4 FSDP, SIGKILL" 9 num_workers=4 ici_fsdp_parallelism=4
+scenario "fixed 4 FSDP, disk, SIGKILL" 9 num_workers=4 ici_fsdp_parallelism=4 memory_snapshot_period=0
+scenario "fixed 4 FSDP, RAM tier, SIGKILL" 9 num_workers=4 ici_fsdp_parallelism=4 memory_snapshot_period=1
+scenario "fixed 4 TP2xFSDP2, disk, SIGKILL" 9 num_workers=4 ici_tensor_parallelism=2 ici_fsdp_parallelism=2 \
+  memory_snapshot_period=0
+scenario "fixed 4 TP2xFSDP2, RAM, SIGKILL" 9 num_workers=4 ici_tensor_parallelism=2 ici_fsdp_parallelism=2 \
+  memory_snapshot_period=1
 scenario "elastic 2:4, SIGTERM (preemption)" 15 num_workers=2:4
 echo
+# The RAM tier's cost on a step: failure-free FSDP runs, alternating with and without it.
+steady() {  # steady PERIOD: median step time of one run's steps after the first
+  local run="$WORK/steady-$1-$RANDOM"
+  "$BIN" train "${common[@]}" steps=16 run_name="$(basename "$run")" num_workers=4 ici_fsdp_parallelism=4 \
+    memory_snapshot_period="$1" >"$run.out" 2>&1 || { echo nan; return; }
+  "$JQ" --jsonl "$run/metrics.jsonl" step_time 2>/dev/null | tail -n +3 | median
+}
+for _ in $(seq 1 "$TRIALS"); do
+  echo "$(steady 0) $(steady 1)" >>"$WORK/overhead.tsv"
+done
+m0=$(cut -d' ' -f1 "$WORK/overhead.tsv" | median)
+m1=$(cut -d' ' -f2 "$WORK/overhead.tsv" | median)
+awk -v a="$m0" -v b="$m1" -v n="$TRIALS" 'BEGIN { printf "%-34s step %.3f s without, %.3f s with the RAM tier (median of %d runs): %+.1f%%\n",
+  "RAM tier overhead (FSDP 4)", a, b, n, (b / a - 1) * 100 }'
+for s in "fixed 4 FSDP, disk, SIGKILL" "fixed 4 FSDP, RAM tier, SIGKILL" "fixed 4 TP2xFSDP2, RAM, SIGKILL"; do
+  [ -s "$WORK/$s.recover" ] && [ -s "$WORK/fixed 4, SIGKILL.recover" ] && \
+    awk -v n="$s" -v r="$(cat "$WORK/$s.recover")" -v d="$(cat "$WORK/fixed 4, SIGKILL.recover")" \
+      'BEGIN { printf "%-34s recovery %.2f s = %.2fx data parallel (fixed 4: %.2f s)\n", n, r, r / d, d }'
+done
 for s in "elastic 2:4, SIGKILL" "fixed 4, SIGKILL"; do
   [ -s "$WORK/$s.recover" ] && awk -v n="$s" -v r="$(cat "$WORK/$s.recover")" \
     'BEGIN { printf "%-34s recovery %.2f s = %.2fx torchrun'"'"'s 4.2 s (4 workers)\n", n, r, r / 4.2 }'
