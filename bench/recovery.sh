@@ -37,7 +37,7 @@ median() { sort -g | awk '{a[NR]=$1} END { if (NR) print a[int((NR+1)/2)]; else 
 trial() {
   local name=$1 sig=$2 run
   shift 2
-  run="$WORK/$name-$RANDOM"
+  run="$WORK/$(tr -c "A-Za-z0-9._-" "_" <<<"$name")-$RANDOM"
   "$BIN" train "${common[@]}" run_name="$(basename "$run")" "$@" >"$run.out" 2>&1 &
   local job=$!
   until [ "$("$JQ" --jsonl "$run/metrics.jsonl" step 2>/dev/null | tail -1)" -ge $KILL_STEP ] 2>/dev/null; do

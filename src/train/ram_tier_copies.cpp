@@ -33,6 +33,7 @@ void RamTierCopies::Start(const Setup& setup, std::unique_ptr<ProcessGroup> grou
   generation_ = setup.generation;
   group_ = std::move(group);
   broken_ = false;
+  stats_ = {};
   for (auto [rank, shard] : setup.receive_from) held_[rank].first = shard;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -74,6 +75,9 @@ void RamTierCopies::Stop(std::chrono::milliseconds grace) {
   thread_.join();
   group_.reset();
   cancel_ = false;
+  LOG_INFO("ram tier: generation {}: {} copies sent ({:.1f} MiB), {:.3f}s sending in the background, {:.3f}s "
+           "waited by the trainer, {} failed exchange{}", generation_, stats_.snapshots, stats_.bytes_sent / 1048576.0,
+           stats_.send_seconds, stats_.wait_seconds, stats_.failed, stats_.failed == 1 ? "" : "s");
 }
 
 void RamTierCopies::Clear() {

@@ -1,5 +1,6 @@
 // The RAM tier of a sharded generation (train/ram_tier_copies.h): its group, the restore
 // from peers' RAM (train/peer_restore.h) and the snapshots after each update.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ Result<bool> Trainer::RestoreFromPeers() {
   const auto t0 = Clock::now();
   const RestoreSpec& r = ctx_.restore;
   CarriedState* carried = ctx_.carried;
+  // The old mesh had at most max_workers ranks: a plan naming more shards is not this job's.
+  if (r.sources.size() > static_cast<size_t>(std::max<int64_t>(cfg_.max_workers, 1)))
+    return Status::InvalidArgument(fmt::format("restore from peers names {} shards; the job has at most "
+                                               "max_workers={} ranks", r.sources.size(), cfg_.max_workers));
   ELASTRAIN_ASSIGN_OR_RETURN(const PeerRestorePlan plan,
                              PlanPeerRestore(cfg_.model, r.old_fsdp, r.old_tensor, *mesh_, r.sources));
   const int64_t n = plan.old_shard_size;
@@ -92,7 +97,7 @@ Result<bool> Trainer::RestoreFromPeers() {
     }
   }
   state_step_ = -1;  // overwritten from here on
-  if (carried) carried->shard_step = -1;
+  if (carried && !old_state_) carried->shard_step = -1;  // a rebound state is the one overwritten
   ELASTRAIN_RETURN_IF_ERROR(world_->Exchange(sends, recvs));
   float* dst[3] = {state_->shard_params(), state_->adam_m(), state_->adam_v()};
   for (size_t i = 0; i < plan.transfers.size(); ++i) {
