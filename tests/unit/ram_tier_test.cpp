@@ -1,5 +1,6 @@
 // The RAM tier's pieces (issue #18): buddy placement and the choice of a peer restore
-// (comm/ram_tier.h), and a holder's double-buffered snapshot (train/peer_snapshot.h).
+// (comm/ram_tier.h), and a holder's double-buffered snapshot and its checksums
+// (train/peer_snapshot.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -161,6 +162,80 @@ TEST(SnapshotSlot, ATornCopyNeverReplacesTheCompleteOne) {
   EXPECT_EQ(std::vector<float>(slot.Complete()->data, slot.Complete()->data + 64), b);
   ASSERT_TRUE(slot.Commit(SnapshotChecksum(c.data(), c.size())).ok());
   EXPECT_EQ(slot.Complete()->step, 6);
+}
+
+// Writes `v` as the snapshot of `step` and commits it with its right checksum.
+void Put(SnapshotSlot& slot, int64_t step, const std::vector<float>& v) {
+  std::copy(v.begin(), v.end(), slot.Begin(step, v.size()));
+  ASSERT_TRUE(slot.Commit(SnapshotChecksum(v.data(), v.size())).ok());
+}
+
+std::vector<float> Contents(const SnapshotSlot::View& v) { return std::vector<float>(v.data, v.data + v.size); }
+
+TEST(SnapshotSlot, AfterTwoCommitsPreviousIsTheOlderOne) {
+  SnapshotSlot slot;
+  const auto a = Shard(100, 1), b = Shard(100, 2);
+  Put(slot, 3, a);
+  EXPECT_FALSE(slot.Previous().has_value()) << "one commit: nothing before it";
+  Put(slot, 4, b);
+  ASSERT_TRUE(slot.Previous().has_value());
+  EXPECT_EQ(slot.Previous()->step, 3);
+  EXPECT_EQ(Contents(*slot.Previous()), a);
+  EXPECT_EQ(slot.Previous()->checksum, SnapshotChecksum(a.data(), a.size()));
+  EXPECT_EQ(slot.Complete()->step, 4);
+  EXPECT_EQ(Contents(*slot.Complete()), b);
+}
+
+TEST(SnapshotSlot, BeginInvalidatesPreviousAndKeepsComplete) {
+  SnapshotSlot slot;
+  const auto a = Shard(100, 1), b = Shard(100, 2), c = Shard(100, 3);
+  Put(slot, 3, a);
+  Put(slot, 4, b);
+  // Step 5's copy is written over step 3's buffer.
+  float* spare = slot.Begin(5, c.size());
+  EXPECT_FALSE(slot.Previous().has_value()) << "its buffer is being overwritten";
+  spare[0] = -1;
+  EXPECT_EQ(slot.Complete()->step, 4);
+  EXPECT_EQ(Contents(*slot.Complete()), b);
+  // Abandoned half-way: still no Previous (the buffer holds neither step 3 nor step 5).
+  slot.Abandon();
+  EXPECT_FALSE(slot.Previous().has_value());
+  EXPECT_EQ(slot.Complete()->step, 4);
+  // The next good commit makes step 4 the previous one again.
+  Put(slot, 6, c);
+  ASSERT_TRUE(slot.Previous().has_value());
+  EXPECT_EQ(slot.Previous()->step, 4);
+  EXPECT_EQ(Contents(*slot.Previous()), b);
+}
+
+TEST(SnapshotSlot, AFailedCommitKeepsCompleteAndLeavesNoPrevious) {
+  SnapshotSlot slot;
+  const auto a = Shard(100, 1), b = Shard(100, 2), c = Shard(100, 3);
+  Put(slot, 3, a);
+  Put(slot, 4, b);
+  std::copy(c.begin(), c.end(), slot.Begin(5, c.size()));
+  EXPECT_EQ(slot.Commit(SnapshotChecksum(a.data(), a.size())).code(), StatusCode::kCorruption);
+  EXPECT_EQ(slot.Complete()->step, 4);
+  EXPECT_EQ(Contents(*slot.Complete()), b);
+  EXPECT_FALSE(slot.Previous().has_value()) << "the torn step 5 must not pass for a verified snapshot";
+}
+
+TEST(SnapshotChecksum3, EqualsTheChecksumOfTheConcatenation) {
+  const size_t n = 1001;
+  const auto a = Shard(n, 1), b = Shard(n, 5000), c = Shard(n, -7000);
+  std::vector<float> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  all.insert(all.end(), c.begin(), c.end());
+  EXPECT_EQ(SnapshotChecksum3(a.data(), b.data(), c.data(), n), SnapshotChecksum(all.data(), all.size()));
+  EXPECT_NE(SnapshotChecksum3(b.data(), a.data(), c.data(), n), SnapshotChecksum(all.data(), all.size()))
+      << "the order of the buffers counts";
+  EXPECT_EQ(SnapshotChecksum3(a.data(), b.data(), c.data(), 0), SnapshotChecksum(all.data(), 0));
+  // What a holder does with a sender's three buffers: stores them back to back and
+  // verifies them against the sender's SnapshotChecksum3.
+  SnapshotSlot slot;
+  std::copy(all.begin(), all.end(), slot.Begin(9, all.size()));
+  EXPECT_TRUE(slot.Commit(SnapshotChecksum3(a.data(), b.data(), c.data(), n)).ok());
+  EXPECT_EQ(slot.Complete()->step, 9);
 }
 
 }  // namespace
