@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Failure detection and recovery of `small` with 4 workers on this machine (issue 5):
-# kills (or preempts) rank 1 after step KILL_STEP and reads the run's events.jsonl:
+# kills (or preempts) rank 1 in the middle of the step after KILL_STEP and reads the run's
+# events.jsonl:
 #   detect    kill -> the agent saw the death (worker_failed.detected_at)
 #   resume    kill -> the new generation restored its state (memory or checkpoint)
 #   recover   kill -> the first step of the new generation completed
@@ -44,8 +45,12 @@ trial() {
     kill -0 $job 2>/dev/null || { echo "$name: the run ended early: $(tail -2 "$run.out")" >&2; return 1; }
     sleep 0.02
   done
-  local pid killed
+  local pid killed half
   pid=$("$JQ" --jsonl "$run/events.jsonl" event=generation_started "members.1.pid" | tail -1)
+  # Mid-step: half a step after step KILL_STEP's line, as a failure strikes at any time
+  # (right at a step's end is when a sharded job's RAM-tier copy is still on the wire).
+  half=$("$JQ" --jsonl "$run/metrics.jsonl" step_time 2>/dev/null | tail -1 | awk '{ printf "%.3f", $1 / 2 }')
+  sleep "${half:-0}"
   killed=$(date +%s.%N)
   kill "-$sig" "$pid"
   wait $job || { echo "$name: the job failed: $(tail -2 "$run.out")" >&2; return 1; }
@@ -53,7 +58,7 @@ trial() {
   detected=$(ev "$run" worker_failed detected_at)
   [ -z "$detected" ] && detected=$(ev "$run" worker_preempted time)
   first=$(ev "$run" generation_first_step step_time generation=1)
-  restored_step=$(ev "$run" generation_started restore.step generation=1)
+  restored_step=$(ev "$run" state_restored step generation=1)
   done_step=$("$JQ" --jsonl "$run/events.jsonl" event=job_state from=RUNNING step 2>/dev/null | head -1)
   restored=$(ev "$run" state_restored time generation=1)
   local st

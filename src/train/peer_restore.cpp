@@ -26,6 +26,7 @@ Result<PeerRestorePlan> PlanPeerRestore(const ModelConfig& model, int old_fsdp, 
     if (s < 0 || s >= mesh.world_size())
       return Status::InvalidArgument(fmt::format("peer restore: source rank {} outside [0, {})", s, mesh.world_size()));
   ELASTRAIN_RETURN_IF_ERROR(TensorLocalConfig(model, old_tensor).status());
+  ELASTRAIN_RETURN_IF_ERROR(TensorLocalConfig(model, mesh.tensor()).status());
   const Mesh old_mesh(1, old_fsdp, old_tensor);
   // Each old shard's pieces (replicated tensors once, from tensor rank 0), by tensor name.
   struct OldPiece {

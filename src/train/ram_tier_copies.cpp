@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -82,11 +83,14 @@ void RamTierCopies::Stop(std::chrono::milliseconds grace) {
 
 void RamTierCopies::Clear() {
   held_.clear();
+  own_step_ = -1;
+  std::vector<float>().swap(own_);
   generation_ = -1;
 }
 
 std::vector<HeldCopy> RamTierCopies::Held() const {
   std::vector<HeldCopy> out;
+  if (own_step_ >= 0) out.push_back({setup_.own_shard, own_step_});
   for (const auto& [rank, entry] : held_) {
     const auto& [shard, slot] = entry;
     if (auto c = slot.Complete()) out.push_back({shard, c->step});
@@ -97,6 +101,10 @@ std::vector<HeldCopy> RamTierCopies::Held() const {
 
 const float* RamTierCopies::Find(int shard, int64_t step, size_t* floats) const {
   *floats = 0;
+  if (shard == setup_.own_shard && step == own_step_ && own_step_ >= 0) {
+    *floats = own_.size();
+    return own_.data();
+  }
   for (const auto& [rank, entry] : held_) {
     const auto& [s, slot] = entry;
     if (s != shard) continue;
@@ -121,10 +129,23 @@ void RamTierCopies::Loop() {
       busy_ = true;
     }
     if (!broken_) Exchange(job);
+    // Only after a copy went out whole: after a failed one, the own copy of the step
+    // before may be the only one of this shard at a step every shard has.
+    if (!broken_) KeepOwn(job);
     std::lock_guard<std::mutex> lock(mu_);
     busy_ = false;
     cv_.notify_all();
   }
+}
+
+void RamTierCopies::KeepOwn(const Job& job) {
+  const size_t n = static_cast<size_t>(setup_.shard_size);
+  own_step_ = -1;  // being overwritten
+  own_.resize(3 * n);
+  std::copy_n(job.p, n, own_.data());
+  std::copy_n(job.m, n, own_.data() + n);
+  std::copy_n(job.v, n, own_.data() + 2 * n);
+  own_step_ = job.step;
 }
 
 void RamTierCopies::Exchange(const Job& job) {

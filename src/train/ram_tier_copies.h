@@ -6,7 +6,11 @@
 //     over a group of its own, and receives the shards of the ranks it is a buddy of into
 //     their SnapshotSlots, while the next step computes;
 //   - before the next update the trainer calls Wait(): the thread reads the live buffers,
-//     so they must not change under it (the copy costs no staging buffer);
+//     so they must not change under it;
+//   - once a copy has gone out whole, the thread also keeps this rank's own shard of that
+//     step (own copy): while the next step's copy is on the wire, the live state is
+//     already one step newer, and a failure that tears another rank's copy then needs
+//     every shard of the step before (a restore redoes one step instead of going to disk);
 //   - the process keeps what it holds across generations (CarriedState::ram): after a
 //     failure the controller learns Held() from the worker's report, and a restore from
 //     peers reads Find().
@@ -53,6 +57,7 @@ class RamTierCopies {
   // One generation's snapshots.
   struct Setup {
     int64_t generation = -1;
+    int own_shard = -1;                  // this rank's shard id
     int64_t shard_size = 0;              // floats of each of the three shard buffers
     std::vector<int> send_to;            // this rank's buddies (ranks of the group)
     std::vector<std::pair<int, int>> receive_from;  // (rank, its shard id) of ranks this one is a buddy of
@@ -73,7 +78,8 @@ class RamTierCopies {
 
   // The generation whose shards Held() and Find() are (-1: none).
   int64_t generation() const { return generation_; }
-  // Every verified copy of another rank's shard this process holds (complete and previous).
+  // Every verified copy this process holds: other ranks' shards (complete and previous)
+  // and its own copy.
   std::vector<HeldCopy> Held() const;
   // A held copy of `shard` at `step`: 3 x shard_size floats (params | adam_m | adam_v), or
   // null (*floats then 0).
@@ -92,6 +98,7 @@ class RamTierCopies {
   };
   void Loop();
   void Exchange(const Job& job);
+  void KeepOwn(const Job& job);
 
   int64_t generation_ = -1;
   Setup setup_;
@@ -99,6 +106,8 @@ class RamTierCopies {
   std::map<int, std::pair<int, SnapshotSlot>> held_;  // sender rank -> (its shard, slot)
   RamTierStats stats_;
   bool broken_ = false;  // an exchange failed: no more copies this generation
+  std::vector<float> own_;  // this rank's shard at own_step_ (params | adam_m | adam_v)
+  int64_t own_step_ = -1;
 
   std::thread thread_;
   std::mutex mu_;

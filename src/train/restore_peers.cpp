@@ -143,6 +143,7 @@ void Trainer::StartRamTier() {
   const std::vector<std::vector<int>> buddies = BuddyRanks(hosts, static_cast<int>(cfg_.memory_snapshot_replicas));
   RamTierCopies::Setup setup;
   setup.generation = ctx_.generation;
+  setup.own_shard = ShardId(coords_.fsdp, coords_.tensor, mesh_->tensor());
   setup.shard_size = state_->shard_size();
   setup.send_to = buddies[ctx_.rank];
   for (int q = 0; q < ctx_.world; ++q)

@@ -220,6 +220,13 @@ Status TrainState::Rebind(const Mesh& mesh, MeshCoords coords, RankGroups groups
   mesh_ = mesh;
   coords_ = coords;
   g_ = groups;
+  // With FSDP the working buffers are all zeros between steps (ZeroGrads relies on it),
+  // but a generation that failed in the middle of a backward left the gradients of the
+  // units it had not yet reduced, and gathered parameters: the next step would add to them.
+  if (sharded()) {
+    grads_.ZeroAndRelease(0, local_layout_.total);
+    params_.ZeroAndRelease(0, local_layout_.total);
+  }
   return Status::OK();
 }
 
