@@ -45,8 +45,10 @@ trial() {
     kill -0 $job 2>/dev/null || { echo "$name: the run ended early: $(tail -2 "$run.out")" >&2; return 1; }
     sleep 0.02
   done
-  local pid killed half
+  local pid killed half gen next
   pid=$("$JQ" --jsonl "$run/events.jsonl" event=generation_started "members.1.pid" | tail -1)
+  gen=$("$JQ" --jsonl "$run/events.jsonl" event=generation_started generation | tail -1)
+  next=$((gen + 1))  # the generation after the kill (an elastic job may have resized before)
   # Mid-step: half a step after step KILL_STEP's line, as a failure strikes at any time
   # (right at a step's end is when a sharded job's RAM-tier copy is still on the wire).
   half=$("$JQ" --jsonl "$run/metrics.jsonl" step_time 2>/dev/null | tail -1 | awk '{ printf "%.3f", $1 / 2 }')
@@ -57,12 +59,13 @@ trial() {
   local detected first restored_step done_step ended restored
   detected=$(ev "$run" worker_failed detected_at)
   [ -z "$detected" ] && detected=$(ev "$run" worker_preempted time)
-  first=$(ev "$run" generation_first_step step_time generation=1)
-  restored_step=$(ev "$run" state_restored step generation=1)
-  done_step=$("$JQ" --jsonl "$run/events.jsonl" event=job_state from=RUNNING step 2>/dev/null | head -1)
-  restored=$(ev "$run" state_restored time generation=1)
+  first=$(ev "$run" generation_first_step step_time generation=$next)
+  restored_step=$(ev "$run" state_restored step generation=$next)
+  # the step generation `gen` ended at: its transition out of RUNNING (one per generation)
+  done_step=$("$JQ" --jsonl "$run/events.jsonl" event=job_state from=RUNNING step 2>/dev/null | tail -n +$((gen + 1)) | head -1)
+  restored=$(ev "$run" state_restored time generation=$next)
   local st
-  st=$("$JQ" --jsonl "$run/metrics.jsonl" generation=1 step_time 2>/dev/null | tail -n +2 | median)
+  st=$("$JQ" --jsonl "$run/metrics.jsonl" generation=$next step_time 2>/dev/null | tail -n +2 | median)
   awk -v k="$killed" -v d="$detected" -v r="$restored" -v f="$first" -v a="$done_step" -v b="$restored_step" -v s="$st" \
     'BEGIN { printf "%.3f\t%.3f\t%.3f\t%.3f\t%d\t%.3f\n", d - k, r - k, f - k, f - r, a - b, s }' >>"$WORK/$name.tsv"
 }

@@ -88,8 +88,8 @@ params=$(equal tiny-40 both) && pass "both: final parameters equal ($params)" \
   || fail "both: final parameters differ: $params"
 
 # 3. Rank 1 dies halfway through sending its copy of step 4: its buddy (rank 2) discards
-# the torn copy, and no plan restores step 4 (shard 1 exists only up to step 3, and
-# shard 0's step-3 copy died with rank 1): the job goes back to the checkpoint of step 3.
+# the torn copy, and no plan restores step 4 (shard 1 exists only up to step 3): the job
+# restores step 3 (from the survivors' own copies and the buddies', or from disk).
 run=runs/torn
 "$BIN" train "${common[@]}" model_name=tiny run_name=torn num_workers=4 ici_fsdp_parallelism=4 max_failures=1 fail_at_step=$FAIL \
   fail_rank=1 fail_mode=kill_mid_snapshot final_params_path="$WORK/torn.bin" >"$WORK/torn.out" 2>&1 \

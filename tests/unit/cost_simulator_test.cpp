@@ -85,7 +85,8 @@ TEST(CostSimulatorTest, NoFailuresIsWorkPlusCheckpoints) {
   EXPECT_NEAR(s->mean_cost, 10 * (1000 + 300) / 3600.0 * 10, 1e-6);
 }
 
-TEST(CostSimulatorTest, TraceReplayMatchesATimelineWorkedByHand) {
+// One host, 1000 s of work, a save of 10 s every 400 s, 5 s to detect, 45 s to restart.
+SimJob HandWorkedJob() {
   SimJob job;
   job.hosts = job.min_hosts = 1;
   job.work_seconds = 1000;
@@ -93,6 +94,11 @@ TEST(CostSimulatorTest, TraceReplayMatchesATimelineWorkedByHand) {
   job.checkpoint_seconds = 10;
   job.detection_seconds = 5;
   job.restart_seconds = 45;
+  return job;
+}
+
+TEST(CostSimulatorTest, TraceReplayMatchesATimelineWorkedByHand) {
+  SimJob job = HandWorkedJob();
   job.usd_per_host_hour = 3600;  // $1 per host-second
   PreemptionModel f;  // replacement at once
   // 0-400 work, 400-410 save (400 saved), 410-500 work, interrupted at 500: back to 400;
@@ -218,13 +224,7 @@ TEST(CostSimulatorTest, CoveredInterruptionLosesOnlyTheWorkSinceTheSnapshot) {
   // back from peers. 0-400 work, 400-410 save; 410-500 work (490), the last snapshot at
   // compute second 480 (16 x 30): back to 480, not 400. 500-505 detect, 505-520 peer
   // restore, 520-920 work (880), 920-930 save, 930-1050 work (1000), 1050-1060 save.
-  SimJob job;
-  job.hosts = job.min_hosts = 1;
-  job.work_seconds = 1000;
-  job.interval_seconds = 400;
-  job.checkpoint_seconds = 10;
-  job.detection_seconds = 5;
-  job.restart_seconds = 45;
+  SimJob job = HandWorkedJob();
   job.ram_tier_coverage = 1;
   job.snapshot_period_seconds = 30;
   job.peer_restore_seconds = 15;
