@@ -39,10 +39,11 @@ recovered=$(ev $run step_line_recovered step | tr '\n' ' ')
 samples=$("$TOOLS/check_samples" $run 20) && pass "exactly once: $samples" || fail "samples: $samples"
 
 # --- 2. a death after an update, restored from an older checkpoint ------------------------
+# (memory_snapshot_period=0: the disk path; restores from peers are test_ram_tier.sh's)
 run=runs/fsdp
 rc=0
 ELASTRAIN_STEP_FAULT=0:0:15 timeout 120 "$BIN" train "${common[@]}" num_workers=2 ici_fsdp_parallelism=2 steps=20 \
-  checkpoint_period=10 run_name=fsdp >"$WORK/fsdp.out" 2>"$WORK/fsdp.err" || rc=$?
+  checkpoint_period=10 memory_snapshot_period=0 run_name=fsdp >"$WORK/fsdp.out" 2>"$WORK/fsdp.err" || rc=$?
 [ "$rc" -eq 0 ] && pass "the FSDP job whose chief died completed" || fail "exit $rc: $(tail -3 "$WORK/fsdp.err")"
 check_lines $run 20 "FSDP, the chief killed after step 15's update"
 restored="$(ev $run state_restored kind generation=1) $(ev $run state_restored step generation=1)"
