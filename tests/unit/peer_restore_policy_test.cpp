@@ -131,6 +131,23 @@ TEST(PeerRestorePolicy, CopiesOfAStaleGenerationAreIgnored) {
   EXPECT_EQ(d.plan->restore.old_generation, 3);
 }
 
+// A report is a store record: shard ids outside the old mesh and negative steps claim
+// nothing (and crash nothing); the one real copy of shard 1 is still found.
+TEST(PeerRestorePolicy, HostileCopiesInAReportClaimNothing) {
+  ShardedFailure f;
+  f.Holder(2).copies = {{2, kCopyStep}, {-1, kCopyStep}, {4, kCopyStep}, {1 << 30, kCopyStep}, {1, -7}};
+  Decision d = f.Next(ShardedSettings(true));
+  ASSERT_TRUE(d.plan) << Names(d);
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kCheckpoint);
+  EXPECT_THAT(d.plan->restore.why, HasSubstr("no surviving copy of shard 1"));
+
+  f.Holder(2).copies.push_back({1, kCopyStep});
+  d = f.Next(ShardedSettings(true));
+  ASSERT_TRUE(d.plan) << Names(d);
+  EXPECT_EQ(d.plan->restore.kind, RestoreKind::kPeers);
+  ASSERT_EQ(d.plan->restore.sources.size(), 4u);
+}
+
 // ---- The agent's check (elastic/fencing.h) ---------------------------------------------
 
 // A valid peer restore plan of generation 1 (world 3, fsdp 3) after an fsdp=4 generation.
