@@ -3,7 +3,11 @@
 #      after its copy of the step went out): the job restores from peers' RAM with no step
 #      redone and ends with the parameters of a failure-free run within 1e-5; the same on
 #      tensor=2 x fsdp=2, and for a shrink onto a different mesh (4 workers, fsdp=4 ->
-#      3 workers, fsdp=3).
+#      3 workers, fsdp=3). The shrink runs as a cluster (etcd, `elastrain head`, two
+#      agents standing for hosts of 3 and 1 slots): the host that lost its worker goes
+#      into cooldown (host_failure_threshold=1), so its replacement worker, however fast
+#      it starts, is not planned. On one host (`train`) the replacement is usually ready
+#      before the survivors have ended, and the job rightly runs on 4 again.
 #   2. A shard and its only buddy lost at the same instant: the plan falls back to the
 #      disk checkpoint, and generation_started says why.
 #   3. A copy torn by its sender's death in the middle of sending it
@@ -13,6 +17,7 @@
 # Points 2 and 3 do not depend on the model: they run `tiny`, whose FSDP steps take 60 ms
 # here where `small`'s take 2.5 s (its gathers go through loopback TCP).
 source "$(dirname "$0")/lib.sh"
+source "$SRC/tests/integration/etcd_lib.sh"
 STEPS=6
 FAIL=4
 common=(model_name=small steps=$STEPS global_batch_size=4 per_device_batch_size=1 max_target_length=32
@@ -30,11 +35,18 @@ equal() { compare_params_within "$WORK/ref-$1.bin" "$WORK/$2.bin" 1e-5; }  # equ
 # peers_run NAME WHAT ARGS...: a run that loses rank 1 after step FAIL and must restore
 # every shard of that step from peers.
 peers_run() {
-  local name=$1 what=$2 run="runs/$1" rc=0
+  local name=$1 what=$2 rc=0
   shift 2
   "$BIN" train "${common[@]}" run_name="$name" fail_at_step=$FAIL fail_rank=1 fail_mode=kill max_failures=1 \
     final_params_path="$WORK/$name.bin" "$@" >"$WORK/$name.out" 2>&1 || rc=$?
   [ "$rc" -eq 0 ] || { fail "$what: exit $rc: $(tail -3 "$WORK/$name.out")"; return; }
+  peers_check "$name" "$what"
+}
+
+# peers_check NAME WHAT: run NAME restored step FAIL from peers in generation 1, no step
+# redone, and ended with the failure-free run's parameters.
+peers_check() {
+  local name=$1 what=$2 run="runs/$1"
   local kind step mesh restored redone why
   kind=$(ev $run generation_started restore.kind generation=1)
   step=$(ev $run generation_started restore.step generation=1)
@@ -58,10 +70,34 @@ peers_run() {
 
 peers_run fsdp "fsdp=4" num_workers=4 ici_fsdp_parallelism=4
 peers_run tp "tensor=2 x fsdp=2" num_workers=4 ici_tensor_parallelism=2 ici_fsdp_parallelism=2
-peers_run shrink "shrink 4 -> 3 workers" num_workers=3:4 ici_fsdp_parallelism=-1
+
+# The shrink: hosts ha (3 slots) and hb (1 slot); PACK puts ranks 0-2 on ha, rank 3 on hb.
+start_etcd
+"$BIN" head --store "$ETCD_URL" --port 0 >"$WORK/head.log" 2>&1 &
+head_pid=$!
+bg_track $head_pid
+head_url() { HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1 || true); [ -n "$HEAD" ]; }
+wait_until 60 head_url || fail "head did not start: $(cat "$WORK/head.log")"
+agents=()
+for a in ha:3 hb:1; do
+  "$BIN" agent --store "$ETCD_URL" --slots "${a#*:}" --id "${a%:*}" --host-name "${a%:*}" --lease-seconds 2 \
+    >"$WORK/${a%:*}.log" 2>&1 &
+  agents+=($!)
+  bg_track $!
+done
+rc=0
+"$BIN" submit --head "$HEAD" --wait "${common[@]}" run_name=shrink num_workers=3:4 ici_fsdp_parallelism=-1 \
+  fail_at_step=$FAIL fail_rank=3 fail_mode=kill max_failures=1 host_failure_threshold=1 host_cooldown_seconds=3600 \
+  final_params_path="$WORK/shrink.bin" >"$WORK/shrink.out" 2>&1 || rc=$?
+kill -9 "${agents[@]}" $head_pid 2>/dev/null || true
+[ "$rc" -eq 0 ] && peers_check shrink "shrink 4 -> 3 workers" \
+  || fail "shrink: exit $rc: $(tail -3 "$WORK/shrink.out")"
 world=$(ev runs/shrink generation_started world generation=1)
-[ "$world" = 3 ] && pass "shrink: generation 1 ran on 3 workers (fsdp=3), resharded from 4 shards" \
-  || fail "shrink: generation 1 had $world workers, expected 3 (the replacement was faster than the plan)"
+cooled=$(ev runs/shrink host_cooldown host)
+[ "$world" = 3 ] && [ "$cooled" = hb ] \
+  && pass "shrink: generation 1 ran on 3 workers (fsdp=3) on host ha, resharded from 4 shards (host $cooled cooled down)" \
+  || fail "shrink: generation 1 had $world workers, host cooled down: [$cooled]"
+stop_etcd
 
 # 2. Rank 1 and its buddy (rank 2, the next rank on this one host) killed at once, after
 # step 10 (checkpoints every 3 steps): shard 1 has no surviving copy.
