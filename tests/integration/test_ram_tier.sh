@@ -89,7 +89,7 @@ rc=0
 "$BIN" submit --head "$HEAD" --wait "${common[@]}" run_name=shrink num_workers=3:4 ici_fsdp_parallelism=-1 \
   fail_at_step=$FAIL fail_rank=3 fail_mode=kill max_failures=1 host_failure_threshold=1 host_cooldown_seconds=3600 \
   final_params_path="$WORK/shrink.bin" >"$WORK/shrink.out" 2>&1 || rc=$?
-kill -9 "${agents[@]}" $head_pid 2>/dev/null || true
+{ kill -9 "${agents[@]}" $head_pid; wait "${agents[@]}" $head_pid; } 2>/dev/null || true
 [ "$rc" -eq 0 ] && peers_check shrink "shrink 4 -> 3 workers" \
   || fail "shrink: exit $rc: $(tail -3 "$WORK/shrink.out")"
 world=$(ev runs/shrink generation_started world generation=1)
