@@ -3,6 +3,7 @@
 //   build/throughput [--quick] [--backends=onednn,openblas] [--presets=small,gpt2-124m]
 //                    [--seqs=64,256] [--batch=4] [--threads=N] [--no-child]
 //                    [--sgemm-seconds=0.4] [--step-budget=6] [--misdetected-steps]
+//                    [--dtypes=float32,bfloat16]
 //
 // 1. SGEMM ceiling: oneDNN and OpenBLAS sgemm, square and model-shaped, in GFLOP/s.
 //    OpenBLAS picks its kernels when the library loads, from OPENBLAS_CORETYPE or its
@@ -11,7 +12,9 @@
 //    the parent already has it) and merges the child's JSON line.
 // 2. Full training steps (zero grads, ForwardBackward, ClipGradNorm, AdamWUpdate) per
 //    preset, sequence length and GEMM backend: ms/step, tokens/s, model GFLOP/s
-//    (model/flops.h) and its fraction of the ceiling, and where the time goes.
+//    (model/flops.h) and its fraction of the ceiling, and where the time goes. With
+//    --dtypes=float32,bfloat16 the oneDNN rows are also run with bf16 GEMMs (dtype,
+//    kernels/gemm_bf16.h), labelled "onednn bf16".
 // 3. Reference figures from the issue, printed beside ours.
 // The last line of output is one JSON object ("JSON {...}") for machines.
 // Exit codes: 0 success, 2 bad arguments.
@@ -73,6 +76,7 @@ struct Options {
   bool child = true;         // also measure OpenBLAS with the other OPENBLAS_CORETYPE
   bool is_child = false;     // internal: print only the JSON line
   bool misdetected_steps = false;  // also run steps on an OpenBLAS without OPENBLAS_CORETYPE
+  std::vector<std::string> dtypes = {"float32"};  // GEMM compute types of the oneDNN rows
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -222,12 +226,14 @@ struct StepTimes {
   double other_cpus = 0;  // CpuMeter over the step
 };
 
-json MeasureSteps(const Options& o, const std::string& backend, const std::string& preset, int64_t T) {
+json MeasureSteps(const Options& o, const std::string& backend, const std::string& preset, int64_t T,
+                  ComputeDtype dtype = ComputeDtype::kFloat32) {
   // This VM's speed drifts by 10-20% over minutes (other tenants of the host): the
   // ceiling measured again just before the steps shows how far it moved since.
   const double ceiling_now = TimeSgemm(true, {"square", false, true, 2048, 2048, 2048}, 0.3);
   ModelConfig cfg = ModelPreset(preset).value();
   SetGemmBackend(ParseGemmBackend(backend).value());
+  SetGemmDtype(dtype);
   const int64_t B = o.batch, tokens = B * T;
   Transformer<float> model(cfg, B, T, RematPolicy::kNone);
   const int64_t n = model.layout().total;
@@ -279,6 +285,7 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
   if (clean.empty()) clean = steps;  // all disturbed: report them, flagged by "busy"
   auto shapes = profile::GemmByShape();  // of the last step
   profile::SetEnabled(false);
+  SetGemmDtype(ComputeDtype::kFloat32);
   auto med = [&](double StepTimes::*f) {
     std::vector<double> x;
     for (auto& s : clean) x.push_back(s.*f);
@@ -298,7 +305,9 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
                            {"gflops", s.stats.Gflops()}});
   }
   return {{"preset", preset},
-          {"backend", backend == "onednn" ? "onednn" : OpenBlasLabel()},
+          {"backend", backend == "onednn" ? (dtype == ComputeDtype::kBfloat16 ? "onednn bf16" : "onednn")
+                                          : OpenBlasLabel()},
+          {"dtype", ComputeDtypeName(dtype)},
           {"coretype_env", CoretypeEnv()},
           {"B", B},
           {"T", T},
@@ -523,6 +532,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->child = false;
     } else if (const char* v = val("--backends=")) {
       o->backends = Split(v);
+    } else if (const char* v = val("--dtypes=")) {
+      o->dtypes = Split(v);
     } else if (const char* v = val("--presets=")) {
       o->presets = std::string(v) == "none" ? std::vector<std::string>{} : Split(v);
     } else if (const char* v = val("--seqs=")) {
@@ -538,13 +549,18 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->step_budget_s = std::atof(v);
     } else {
       fmt::print(stderr, "unknown argument {}\nusage: {} [--quick] [--no-child] [--backends=onednn,openblas] "
-                 "[--presets=small,gpt2-124m] [--seqs=64,256] [--batch=4] [--threads=N]\n", a, argv[0]);
+                 "[--presets=small,gpt2-124m] [--seqs=64,256] [--batch=4] [--threads=N] [--dtypes=float32,bfloat16]\n", a, argv[0]);
       return false;
     }
   }
   for (auto& b : o->backends)
     if (!ParseGemmBackend(b).ok()) {
       fmt::print(stderr, "--backends: {}: expected onednn or openblas\n", b);
+      return false;
+    }
+  for (auto& d : o->dtypes)
+    if (!ParseChoice(kComputeDtypeChoices, d)) {
+      fmt::print(stderr, "--dtypes: {}: expected float32 or bfloat16\n", d);
       return false;
     }
   for (auto& p : o->presets)
@@ -605,12 +621,16 @@ int main(int argc, char** argv) {
     if (backend == "openblas" && !openblas_tuned_here && !o.misdetected_steps) continue;
     for (const auto& preset : o.presets)
       for (int64_t T : o.seqs) {
-        r["steps"].push_back(MeasureSteps(o, backend, preset, T));
-        if (!o.is_child) {
-          const auto& s = r["steps"].back();
-          fmt::print("  measured {} T={} {}: {:.1f} ms/step\n", preset, T, s["backend"].get<std::string>(),
-                     s["ms_step"].get<double>());
-          std::fflush(stdout);
+        for (const auto& d : o.dtypes) {
+          const ComputeDtype dtype = *ParseChoice(kComputeDtypeChoices, d);
+          if (dtype == ComputeDtype::kBfloat16 && backend != "onednn") continue;  // bf16 is oneDNN's
+          r["steps"].push_back(MeasureSteps(o, backend, preset, T, dtype));
+          if (!o.is_child) {
+            const auto& s = r["steps"].back();
+            fmt::print("  measured {} T={} {}: {:.1f} ms/step\n", preset, T, s["backend"].get<std::string>(),
+                       s["ms_step"].get<double>());
+            std::fflush(stdout);
+          }
         }
       }
   }

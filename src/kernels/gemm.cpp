@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/profile.h"
 
 namespace elastrain {
@@ -19,6 +20,7 @@ namespace elastrain {
 namespace {
 std::atomic<GemmBackend> g_backend{GemmBackend::kOneDnn};
 std::atomic<int> g_threads{0};
+std::atomic<ComputeDtype> g_dtype{ComputeDtype::kFloat32};
 }  // namespace
 
 Result<GemmBackend> ParseGemmBackend(const std::string& s) {
@@ -27,6 +29,8 @@ Result<GemmBackend> ParseGemmBackend(const std::string& s) {
 }
 void SetGemmBackend(GemmBackend b) { g_backend = b; }
 GemmBackend GetGemmBackend() { return g_backend; }
+void SetGemmDtype(ComputeDtype d) { g_dtype = d; }
+ComputeDtype GetGemmDtype() { return g_dtype; }
 
 void SetComputeThreads(int n) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
@@ -42,6 +46,7 @@ void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
                  const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   profile::GemmTimer timer(ta, tb, M, N, K);  // no-op unless profile::SetEnabled(true)
+  if (g_dtype == ComputeDtype::kBfloat16 && GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
   if (g_backend == GemmBackend::kOneDnn) {
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st == dnnl_success) return;

@@ -1,6 +1,7 @@
 // GEMM through a BLAS library, row-major:
 //   C (M,N) = alpha * op(A) * op(B) + beta * C,  op(X) = X or X^T.
-// float goes to oneDNN's dnnl_sgemm or OpenBLAS's cblas_sgemm (SetGemmBackend);
+// float goes to oneDNN's dnnl_sgemm or OpenBLAS's cblas_sgemm (SetGemmBackend), or in
+// bfloat16 to oneDNN's matmul (SetGemmDtype);
 // double (used by gradient checks) always goes to OpenBLAS's cblas_dgemm.
 // Thread-safe; the libraries use their own thread pools (OpenMP for oneDNN).
 #pragma once
@@ -17,6 +18,10 @@ namespace elastrain {
 Result<GemmBackend> ParseGemmBackend(const std::string& s);
 void SetGemmBackend(GemmBackend b);
 GemmBackend GetGemmBackend();
+// The type float GEMMs compute in (dtype): bfloat16 goes through oneDNN whatever the
+// backend (kernels/gemm_bf16.h), falling back to float32 where oneDNN cannot.
+void SetGemmDtype(ComputeDtype d);
+ComputeDtype GetGemmDtype();
 // Threads for BLAS and for the OpenMP loops of the kernels; 0 = all cores.
 void SetComputeThreads(int n);
 int ComputeThreads();
