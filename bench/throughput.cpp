@@ -15,7 +15,9 @@
 //    (model/flops.h) and its fraction of the ceiling, and where the time goes. With
 //    --dtypes=float32,bfloat16 the oneDNN rows are also run with bf16 GEMMs (dtype,
 //    kernels/gemm_bf16.h), labelled "onednn bf16".
-// 3. Reference figures from the issue, printed beside ours.
+// 3. The update's memory-bound kernels (zero, norm, AdamW with clipping) as a share of a
+//    STREAM-style triad bandwidth measured in the same run.
+// 4. Reference figures from the issue, printed beside ours.
 // The last line of output is one JSON object ("JSON {...}") for machines.
 // Exit codes: 0 success, 2 bad arguments.
 #include <cblas.h>
@@ -251,16 +253,17 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
     CpuMeter meter;
     profile::Reset();
     auto t0 = Clock::now();
-    std::memset(grads.data(), 0, sizeof(float) * n);
+    ZeroGrads(grads.data(), n);  // the trainer's kernels (train/train_state.cpp)
     st.zero = Now(t0);
     auto t1 = Clock::now();
     model.ForwardBackward(params.data(), grads.data(), inputs.data(), targets.data(), B, 1.f / tokens);
     st.fwdbwd = Now(t1);
     auto t2 = Clock::now();
-    (void)ClipGradNorm(grads.data(), n, 1.0);
+    const float scale = ClipScale(GradNorm(grads.data(), n), 1.0);  // applied inside AdamW
     st.clip = Now(t2);
     auto t3 = Clock::now();
-    AdamWUpdate(model.layout(), params.data(), grads.data(), m.data(), v.data(), ++step, 3e-4, AdamWOptions{});
+    AdamWUpdate(model.layout(), params.data(), grads.data(), m.data(), v.data(), ++step, 3e-4, AdamWOptions{},
+                scale);
     st.adamw = Now(t3);
     st.total = Now(t0);
     const profile::GemmStats g = profile::GemmTotals();
@@ -330,6 +333,53 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
           {"ms_adamw", med(&StepTimes::adamw) * 1e3},
           {"other_cpus", med(&StepTimes::other_cpus)},
           {"gemm_shapes", gemm_shapes}};
+}
+
+// ---------------------------------------------------------------- memory bandwidth
+// The update's memory-bound kernels over a preset's parameter count, against a
+// STREAM-style triad (a = b + s*c) over buffers of the same size measured in the same
+// run. Bytes are the kernels' own traffic (STREAM's convention: each array read or
+// written once counts once): zero 4n, norm 4n, AdamW 28n (reads p, g, m, v; writes
+// p, m, v). Best of 5, as the non-GEMM kernels.
+json MeasureUpdateBandwidth(const std::string& preset) {
+  const int64_t n = ModelPreset(preset).value().NumParams();
+  std::vector<float> a(n, 1.f), b(n, 2.f), c(n, 0.5f), d(n, 0.01f);  // also p, g, m, v below
+  auto time = [](auto&& fn) {
+    fn();
+    double best = 1e30;
+    for (int i = 0; i < 5; ++i) {
+      auto t0 = Clock::now();
+      fn();
+      best = std::min(best, Now(t0));
+    }
+    return best;
+  };
+  const double triad = time([&] {
+    float* __restrict x = a.data();
+    const float* __restrict y = b.data();
+    const float* __restrict z = c.data();
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) x[i] = y[i] + 0.5f * z[i];
+  });
+  const double bw = 12.0 * n / triad;
+  float* p = a.data();
+  float* g = b.data();
+  float* m = c.data();
+  float* v = d.data();
+  int64_t step = 0;
+  const double zero = time([&] { ZeroGrads(g, n); });
+  std::fill(b.begin(), b.end(), 0.01f);
+  const double norm = time([&] { (void)GradNorm(g, n); });
+  const double adamw = time([&] { AdamWUpdateSpan(p, g, m, v, n, ++step, 1e-4, true, AdamWOptions{}, 0.5f); });
+  auto row = [&](const char* what, double sec, double bytes) {
+    return json{{"kernel", what}, {"ms", sec * 1e3}, {"gb_per_s", bytes / sec / 1e9}, {"of_triad", bytes / sec / bw}};
+  };
+  return {{"preset", preset},
+          {"params", n},
+          {"triad_gb_per_s", bw / 1e9},
+          {"rows", json::array({row("zero grads", zero, 4.0 * n), row("grad norm", norm, 4.0 * n),
+                                row("adamw + clip", adamw, 28.0 * n),
+                                row("all three", zero + norm + adamw, 36.0 * n)})}};
 }
 
 // ---------------------------------------------------------------- non-GEMM kernels
@@ -504,6 +554,13 @@ void PrintReport(const json& r) {
       fmt::print("  {:<22} x{:<4} {:>8.1f} ms\n", k["kernel"].get<std::string>(), k["calls"].get<double>(),
                  k["ms"].get<double>());
   }
+  for (const auto& u : r["update_bandwidth"]) {
+    fmt::print("\nthe update's memory-bound kernels, {} ({} params), against a triad of {:.1f} GB/s:\n",
+               u["preset"].get<std::string>(), u["params"].get<int64_t>(), u["triad_gb_per_s"].get<double>());
+    for (const auto& k : u["rows"])
+      fmt::print("  {:<14} {:>8.1f} ms {:>7.1f} GB/s {:>5.0f}% of triad\n", k["kernel"].get<std::string>(),
+                 k["ms"].get<double>(), k["gb_per_s"].get<double>(), 100 * k["of_triad"].get<double>());
+  }
   fmt::print("\n== Reference (from the issue, not measured here) ==\n");
   fmt::print("llm.c-style C trainer, gpt2-124m B=4 T=64: {:.0f} GFLOP/s, {:.0f} tokens/s\n", kLlmcGflops,
              kLlmcTokensPerS);
@@ -635,9 +692,12 @@ int main(int argc, char** argv) {
       }
   }
   r["kernels"] = json::object();
+  r["update_bandwidth"] = json::array();
   if (!o.is_child)
-    for (const auto& preset : o.presets)
+    for (const auto& preset : o.presets) {
       for (int64_t T : o.seqs) r["kernels"][fmt::format("{} B={} T={}", preset, o.batch, T)] = MeasureKernels(preset, o.batch, T);
+      r["update_bandwidth"].push_back(MeasureUpdateBandwidth(preset));
+    }
 
   if (o.child) {
     const bool want_openblas = std::find(o.backends.begin(), o.backends.end(), "openblas") != o.backends.end();

@@ -76,12 +76,15 @@ TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords c
   }
   m_.assign(shard_size_, 0.f);
   v_.assign(shard_size_, 0.f);
-  norm_weight_.assign(shard_size_, 0.f);
+  norm_runs_.clear();
   for (size_t i = 0; i < local_layout_.tensors.size(); ++i) {
     const ParamTensor& t = local_layout_.tensors[i];
-    const float w = sharding_[i].split == TensorSplit::kReplicated ? 1.f / static_cast<float>(mesh.tensor()) : 1.f;
+    const double w = sharding_[i].split == TensorSplit::kReplicated ? 1.0 / mesh.tensor() : 1.0;
     ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t, int64_t n) {
-      std::fill(norm_weight_.begin() + s, norm_weight_.begin() + s + n, w);
+      if (!norm_runs_.empty() && norm_runs_.back().weight == w && norm_runs_.back().begin + norm_runs_.back().n == s)
+        norm_runs_.back().n += n;
+      else
+        norm_runs_.push_back({s, n, w});
     });
   }
 }
@@ -248,8 +251,9 @@ void TrainState::InitParams(uint64_t seed) {
 }
 
 void TrainState::ZeroGrads() {
-  if (sharded()) std::fill(grad_shard_.begin(), grad_shard_.end(), 0.f);  // the working grads are zero already
-  else std::memset(grads_.data(), 0, sizeof(float) * local_layout_.total);
+  // The working grads of FSDP are zero already; only the shard needs zeroing.
+  if (sharded()) elastrain::ZeroGrads(grad_shard_.data(), static_cast<int64_t>(grad_shard_.size()));
+  else elastrain::ZeroGrads(grads_.data(), local_layout_.total);
 }
 
 Status TrainState::ReduceGradients() {
@@ -258,17 +262,14 @@ Status TrainState::ReduceGradients() {
 }
 
 Result<double> TrainState::ClipGradients(double threshold) {
-  float* g = shard_grads();
+  const float* g = shard_grads();
   double sq = 0;
-  for (int64_t i = 0; i < shard_size_; ++i) sq += static_cast<double>(g[i]) * g[i] * norm_weight_[i];
+  for (const NormRun& r : norm_runs_) sq += r.weight * SumOfSquares(g + r.begin, r.n);
   // Data replicas hold the same shard: the world sum counts each shard `data` times.
   sq /= mesh_.data();
   if (mesh_.world_size() > 1) ELASTRAIN_RETURN_IF_ERROR(g_.world->AllReduceSum(&sq, 1));
   const double norm = std::sqrt(sq);
-  if (threshold > 0 && norm > threshold) {
-    const float scale = static_cast<float>(threshold / (norm + 1e-6));
-    for (int64_t i = 0; i < shard_size_; ++i) g[i] *= scale;
-  }
+  clip_scale_ = ClipScale(norm, threshold);  // applied inside the update's pass over the state
   return norm;
 }
 
@@ -278,9 +279,10 @@ void TrainState::Update(int64_t step, double lr, const AdamWOptions& opt) {
   for (const ParamTensor& t : local_layout_.tensors) {
     const bool decay = t.shape.size() >= 2;
     ForOwned(t.offset, t.offset + t.size, [&](int64_t s, int64_t, int64_t n) {
-      AdamWUpdateSpan(p + s, g + s, m_.data() + s, v_.data() + s, n, step, lr, decay, opt);
+      AdamWUpdateSpan(p + s, g + s, m_.data() + s, v_.data() + s, n, step, lr, decay, opt, clip_scale_);
     });
   }
+  clip_scale_ = 1.f;
 }
 
 Result<std::vector<float>> TrainState::GatherGlobalParams() {

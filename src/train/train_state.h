@@ -102,7 +102,9 @@ class TrainState {
 
   void ZeroGrads();
   Status ReduceGradients();
-  // Global-norm clipping of the reduced shard; returns the norm before clipping.
+  // Global-norm clipping of the reduced shard; returns the norm before clipping. The
+  // gradients are not rewritten: the next Update applies the clipping factor as it reads
+  // them (one pass over the optimizer state instead of two).
   Result<double> ClipGradients(double threshold);
   void Update(int64_t step, double lr, const AdamWOptions& opt);
   // The whole model's parameters in the global layout (collective over the world).
@@ -143,9 +145,16 @@ class TrainState {
   FloatBuffer param_shard_, grad_shard_;           // FSDP: this rank's chunks
   FloatBuffer m_, v_;                              // AdamW moments of the shard
   FloatBuffer unit_buf_, chunk_buf_;               // padded unit / one chunk, for collectives
-  // Per shard element: 1 for tensor-split tensors, 1/tensor for replicated ones (every
-  // tensor rank holds them), 0 in padding: the weights of the global gradient norm.
-  FloatBuffer norm_weight_;
+  // The weights of the global gradient norm, as runs of the shard: 1 for tensor-split
+  // tensors, 1/tensor for replicated ones (every tensor rank holds them); padding is in
+  // no run.
+  struct NormRun {
+    int64_t begin, n;
+    double weight;
+  };
+  std::vector<NormRun> norm_runs_;
+  // The clipping factor ClipGradients found, applied (and reset to 1) by Update.
+  float clip_scale_ = 1.f;
 };
 
 }  // namespace elastrain
