@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/vec_math.h"
 
 namespace elastrain::kernels {
 
@@ -362,26 +364,41 @@ namespace {
 constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
 }
 
+// GELU (tanh form): 0.5 x (1 + tanh u) = x sigmoid(2u). The float kernels compute it as
+// e = exp(2u), sigmoid = e / (e + 1), sech^2 u = 4 e / (e + 1)^2 with the vectorised exp
+// (kernels/vec_math.h): no scalar tanhf call, and no 1 - tanh^2 cancellation where |u|
+// is large. The double kernels (gradient checks) keep libm's tanh.
 template <typename T>
 void gelu_forward(T* out, const T* inp, int64_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     T x = inp[i];
     T u = static_cast<T>(kGeluC) * (x + T(0.044715) * x * x * x);
-    out[i] = T(0.5) * x * (T(1) + std::tanh(u));
+    if constexpr (std::is_same_v<T, float>) {
+      const float e = ExpF(std::min(std::max(2.f * u, -80.f), 80.f));
+      out[i] = x * (e / (e + 1.f));
+    } else {
+      out[i] = T(0.5) * x * (T(1) + std::tanh(u));
+    }
   }
 }
 
 template <typename T>
 void gelu_backward(T* dinp, const T* inp, const T* dout, int64_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     T x = inp[i];
     T u = static_cast<T>(kGeluC) * (x + T(0.044715) * x * x * x);
-    T th = std::tanh(u);
-    T sech2 = T(1) - th * th;
     T du = static_cast<T>(kGeluC) * (T(1) + T(3 * 0.044715) * x * x);
-    dinp[i] = dout[i] * (T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * du);
+    if constexpr (std::is_same_v<T, float>) {
+      const float e = ExpF(std::min(std::max(2.f * u, -80.f), 80.f));
+      const float s = 1.f / (e + 1.f), sig = e * s;  // 0.5 (1 + tanh u), and sech^2 u = 4 sig s
+      dinp[i] = dout[i] * (sig + 2.f * x * sig * s * du);
+    } else {
+      T th = std::tanh(u);
+      T sech2 = T(1) - th * th;
+      dinp[i] = dout[i] * (T(0.5) * (T(1) + th) + T(0.5) * x * sech2 * du);
+    }
   }
 }
 
@@ -400,21 +417,47 @@ void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const
     const T* x = logits + n * V;
     const int32_t tgt = targets[n];
     T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
     for (int64_t v = 0; v < V; ++v) mx = std::max(mx, x[v]);
-    double sum = 0;
-    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v] - mx));
-    double lse = std::log(sum) + mx;
     if (tgt < 0) {
       losses[n] = 0;
       if (dlogits) std::memset(dlogits + n * V, 0, sizeof(T) * V);
       continue;
     }
-    losses[n] = static_cast<T>(lse - x[tgt]);
-    if (dlogits) {
-      T* d = dlogits + n * V;
-      const T shift = static_cast<T>(lse);
-      for (int64_t v = 0; v < V; ++v) d[v] = std::exp(x[v] - shift) * dloss;  // x may alias d
-      d[tgt] -= dloss;
+    const T x_tgt = x[tgt];
+    if constexpr (std::is_same_v<T, float>) {
+      // One exp per logit: e = exp(x - max), kept in dlogits (x may alias it) while
+      // summing in double, then scaled by dloss / sum.
+      T* e = dlogits ? dlogits + n * V : nullptr;
+      double sum = 0;
+      if (e) {
+#pragma omp simd reduction(+ : sum)
+        for (int64_t v = 0; v < V; ++v) {
+          e[v] = ExpF(x[v] - mx);
+          sum += e[v];
+        }
+      } else {
+#pragma omp simd reduction(+ : sum)
+        for (int64_t v = 0; v < V; ++v) sum += ExpF(x[v] - mx);
+      }
+      losses[n] = static_cast<T>(std::log(sum) + mx - x_tgt);
+      if (e) {
+        const T s = static_cast<T>(dloss / sum);
+#pragma omp simd
+        for (int64_t v = 0; v < V; ++v) e[v] *= s;
+        e[tgt] -= dloss;
+      }
+    } else {
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(x[v] - mx));
+      double lse = std::log(sum) + mx;
+      losses[n] = static_cast<T>(lse - x_tgt);
+      if (dlogits) {
+        T* d = dlogits + n * V;
+        const T shift = static_cast<T>(lse);
+        for (int64_t v = 0; v < V; ++v) d[v] = std::exp(x[v] - shift) * dloss;  // x may alias d
+        d[tgt] -= dloss;
+      }
     }
   }
 }
