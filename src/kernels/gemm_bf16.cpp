@@ -18,9 +18,9 @@ using dnnl::memory;
 
 struct PrimitiveKey {
   bool ta, tb, accumulate;
-  int64_t M, N, K;
+  int64_t M, N, K, ldc;
   bool operator<(const PrimitiveKey& o) const {
-    return std::tie(ta, tb, accumulate, M, N, K) < std::tie(o.ta, o.tb, o.accumulate, o.M, o.N, o.K);
+    return std::tie(ta, tb, accumulate, M, N, K, ldc) < std::tie(o.ta, o.tb, o.accumulate, o.M, o.N, o.K, o.ldc);
   }
 };
 
@@ -45,14 +45,15 @@ ThreadState& State() {
 
 std::atomic<bool> g_warned{false};
 
-// The bf16 matmul of op(A) (M,K) x op(B) (K,N) -> C (M,N) float32, operands dense in
-// their stored layout (a transposed operand is the other matrix read by columns).
+// The bf16 matmul of op(A) (M,K) x op(B) (K,N) -> C (M,N) float32 (row stride ldc),
+// operands dense in their stored layout (a transposed operand is the other matrix read
+// by columns).
 Matmul MakeMatmul(ThreadState& s, const PrimitiveKey& k) {
   const memory::dims a_strides = k.ta ? memory::dims{1, k.M} : memory::dims{k.K, 1};
   const memory::dims b_strides = k.tb ? memory::dims{1, k.K} : memory::dims{k.N, 1};
   memory::desc a({k.M, k.K}, memory::data_type::bf16, a_strides);
   memory::desc b({k.K, k.N}, memory::data_type::bf16, b_strides);
-  memory::desc c({k.M, k.N}, memory::data_type::f32, memory::dims{k.N, 1});
+  memory::desc c({k.M, k.N}, memory::data_type::f32, memory::dims{k.ldc, 1});
   dnnl::primitive_attr attr;
   if (k.accumulate) {
     dnnl::post_ops ops;
@@ -102,10 +103,10 @@ bool CpuHasBf16() {
 
 bool GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (alpha != 1.f || (beta != 0.f && beta != 1.f) || ldc != N || K == 0) return false;
+  if (alpha != 1.f || (beta != 0.f && beta != 1.f) || K == 0) return false;
   try {
     ThreadState& s = State();
-    const PrimitiveKey key{ta, tb, beta == 1.f, M, N, K};
+    const PrimitiveKey key{ta, tb, beta == 1.f, M, N, K, ldc};
     auto it = s.primitives.find(key);
     if (it == s.primitives.end()) it = s.primitives.emplace(key, MakeMatmul(s, key)).first;
     ToBf16(A, ta ? K : M, ta ? M : K, lda, &s.a);

@@ -240,44 +240,54 @@ void rope_backward(T* dqkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq,
 }
 
 // ---------------------------------------------------------------- attention
+// Per (batch, query head), as GEMMs on strided views of qkv (row stride S): scores
+// Q K^T, the causal softmax row by row, then P V; the backward likewise (dP = dO V^T,
+// dV += P^T dO, dS = P (dP - rowsum(P dP)) / sqrt(hd), dQ = dS K, dK += dS^T Q). The
+// GEMMs also compute the masked upper triangle (twice the FLOPs of a causal kernel), at
+// GEMM speed rather than the few GFLOP/s of row-by-row dot products.
+namespace {
+
+// Row t of a (Tn, Tn) score matrix: the causal softmax in place, zeros past t.
+template <typename T>
+void CausalSoftmaxRow(T* p, int64_t t, int64_t Tn) {
+  T mx = -INFINITY;
+  for (int64_t t2 = 0; t2 <= t; ++t2) mx = std::max(mx, p[t2]);
+  T sum = 0;
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp simd reduction(+ : sum)
+    for (int64_t t2 = 0; t2 <= t; ++t2) {
+      p[t2] = ExpF(p[t2] - mx);
+      sum += p[t2];
+    }
+  } else {
+    for (int64_t t2 = 0; t2 <= t; ++t2) {
+      p[t2] = std::exp(p[t2] - mx);
+      sum += p[t2];
+    }
+  }
+  const T inv = T(1) / sum;
+  for (int64_t t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
+  for (int64_t t2 = t + 1; t2 < Tn; ++t2) p[t2] = 0;
+}
+
+}  // namespace
+
 template <typename T>
 void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd) {
   const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
-#pragma omp parallel for collapse(3) schedule(static)
   for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h)
-      for (int64_t t = 0; t < Tn; ++t) {
-        const int64_t kh = h / group;
-        const T* q = qkv + (b * Tn + t) * S + h * hd;
-        T* p = att + ((b * Hq + h) * Tn + t) * Tn;
-        T mx = -INFINITY;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          const T* k = qkv + (b * Tn + t2) * S + QD + kh * hd;
-          T s = 0;
-#pragma omp simd reduction(+ : s)
-          for (int64_t i = 0; i < hd; ++i) s += q[i] * k[i];
-          s *= scale;
-          p[t2] = s;
-          mx = std::max(mx, s);
-        }
-        T sum = 0;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          p[t2] = std::exp(p[t2] - mx);
-          sum += p[t2];
-        }
-        T inv = T(1) / sum;
-        for (int64_t t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
-        for (int64_t t2 = t + 1; t2 < Tn; ++t2) p[t2] = 0;
-        T* o = out + (b * Tn + t) * QD + h * hd;
-        for (int64_t i = 0; i < hd; ++i) o[i] = 0;
-        for (int64_t t2 = 0; t2 <= t; ++t2) {
-          const T* v = qkv + (b * Tn + t2) * S + QD + KD + kh * hd;
-          T w = p[t2];
-#pragma omp simd
-          for (int64_t i = 0; i < hd; ++i) o[i] += w * v[i];
-        }
-      }
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kh = h / group;
+      const T* q = qkv + b * Tn * S + h * hd;
+      const T* k = qkv + b * Tn * S + QD + kh * hd;
+      const T* v = qkv + b * Tn * S + QD + KD + kh * hd;
+      T* p = att + (b * Hq + h) * Tn * Tn;
+      Gemm<T>(false, true, Tn, Tn, hd, scale, q, S, k, S, T(0), p, Tn);
+#pragma omp parallel for schedule(static)
+      for (int64_t t = 0; t < Tn; ++t) CausalSoftmaxRow(p + t * Tn, t, Tn);
+      Gemm<T>(false, false, Tn, hd, Tn, T(1), p, Tn, v, S, T(0), out + b * Tn * QD + h * hd, QD);
+    }
 }
 
 template <typename T>
@@ -286,45 +296,32 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int6
   const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::memset(dqkv, 0, sizeof(T) * B * Tn * S);
-  // One task per (batch, kv head): it owns dk and dv of that head, so no two threads
-  // write the same gradient.
-#pragma omp parallel
-  {
-    std::vector<T> dp(Tn);
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t kh = 0; kh < Hkv; ++kh)
-        for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
-          for (int64_t t = 0; t < Tn; ++t) {
-            const T* q = qkv + (b * Tn + t) * S + h * hd;
-            T* dq = dqkv + (b * Tn + t) * S + h * hd;
-            const T* p = att + ((b * Hq + h) * Tn + t) * Tn;
-            const T* dy = dout + (b * Tn + t) * QD + h * hd;
-            T sum = 0;
-            for (int64_t t2 = 0; t2 <= t; ++t2) {
-              const T* v = qkv + (b * Tn + t2) * S + QD + KD + kh * hd;
-              T* dv = dqkv + (b * Tn + t2) * S + QD + KD + kh * hd;
-              T d = 0, w = p[t2];
-#pragma omp simd reduction(+ : d)
-              for (int64_t i = 0; i < hd; ++i) {
-                d += dy[i] * v[i];
-                dv[i] += w * dy[i];
-              }
-              dp[t2] = d;
-              sum += w * d;
-            }
-            for (int64_t t2 = 0; t2 <= t; ++t2) {
-              T ds = p[t2] * (dp[t2] - sum) * scale;
-              const T* k = qkv + (b * Tn + t2) * S + QD + kh * hd;
-              T* dk = dqkv + (b * Tn + t2) * S + QD + kh * hd;
-#pragma omp simd
-              for (int64_t i = 0; i < hd; ++i) {
-                dq[i] += ds * k[i];
-                dk[i] += ds * q[i];
-              }
-            }
-          }
-  }
+  std::vector<T> ds(Tn * Tn);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kh = h / group, row0 = b * Tn * S;
+      const T* q = qkv + row0 + h * hd;
+      const T* k = qkv + row0 + QD + kh * hd;
+      const T* v = qkv + row0 + QD + KD + kh * hd;
+      T* dq = dqkv + row0 + h * hd;
+      T* dk = dqkv + row0 + QD + kh * hd;
+      T* dv = dqkv + row0 + QD + KD + kh * hd;
+      const T* p = att + (b * Hq + h) * Tn * Tn;
+      const T* dy = dout + b * Tn * QD + h * hd;
+      Gemm<T>(false, true, Tn, Tn, hd, T(1), dy, QD, v, S, T(0), ds.data(), Tn);  // dP
+      Gemm<T>(true, false, Tn, hd, Tn, T(1), p, Tn, dy, QD, T(1), dv, S);        // dV += P^T dO
+#pragma omp parallel for schedule(static)
+      for (int64_t t = 0; t < Tn; ++t) {
+        const T* pr = p + t * Tn;
+        T* d = ds.data() + t * Tn;
+        T sum = 0;
+        for (int64_t t2 = 0; t2 <= t; ++t2) sum += pr[t2] * d[t2];
+        for (int64_t t2 = 0; t2 <= t; ++t2) d[t2] = pr[t2] * (d[t2] - sum) * scale;
+        for (int64_t t2 = t + 1; t2 < Tn; ++t2) d[t2] = 0;
+      }
+      Gemm<T>(false, false, Tn, hd, Tn, T(1), ds.data(), Tn, k, S, T(1), dq, S);  // dQ = dS K
+      Gemm<T>(true, false, Tn, hd, Tn, T(1), ds.data(), Tn, q, S, T(1), dk, S);   // dK += dS^T Q
+    }
 }
 
 // ---------------------------------------------------------------- SwiGLU / GELU / residual

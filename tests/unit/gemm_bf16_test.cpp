@@ -70,6 +70,18 @@ TEST(GemmBf16Test, EveryLayoutMatchesAReferenceOnRoundedOperands) {
       }
 }
 
+TEST(GemmBf16Test, StridedOperandsAndResult) {
+  // A view of columns of wider matrices, as attention reads its heads out of qkv.
+  const int64_t M = 20, N = 8, K = 12, lda = 40, ldb = 30, ldc = 24;
+  auto a = Random(M * lda, 6), b = Random(K * ldb, 7), c = Random(M * ldc, 8);
+  auto c_exact = c;
+  ASSERT_TRUE(GemmBf16(false, false, M, N, K, 1.f, a.data() + 3, lda, b.data() + 5, ldb, 1.f, c.data() + 2, ldc));
+  auto ar = Rounded(a), br = Rounded(b);
+  GemmReference<float>(false, false, M, N, K, 1.f, ar.data() + 3, lda, br.data() + 5, ldb, 1.f, c_exact.data() + 2,
+                       ldc);
+  for (int64_t i = 0; i < M * ldc; ++i) ASSERT_NEAR(c[i], c_exact[i], 1e-4 * std::max(1.f, std::abs(c_exact[i]))) << i;
+}
+
 TEST(GemmBf16Test, GemmFollowsTheDtypeAndFallsBackForOtherScalars) {
   const int64_t M = 16, N = 16, K = 32;
   auto a = Random(M * K, 4), b = Random(K * N, 5);

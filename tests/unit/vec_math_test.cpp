@@ -1,5 +1,5 @@
-// The float kernels' vectorised exp (kernels/vec_math.h), and the float GELU and
-// cross-entropy that use them, against libm and the double kernels.
+// The float kernels' vectorised exp (kernels/vec_math.h), and the float GELU,
+// cross-entropy and attention that use it, against libm and the double kernels.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,6 +75,21 @@ TEST(VecMathTest, FloatCrossEntropyMatchesTheDoubleKernel) {
   k::crossentropy_forward_backward(lossf.data(), inplace.data(), inplace.data(), targets.data(), N, V,
                                    static_cast<float>(dloss));
   for (int64_t i = 0; i < N * V; ++i) ASSERT_EQ(inplace[i], df[i]) << i;
+}
+
+TEST(VecMathTest, FloatAttentionMatchesTheDoubleKernel) {
+  const int64_t B = 2, T = 37, Hq = 4, Hkv = 2, hd = 16, S = (Hq + 2 * Hkv) * hd;
+  auto qkvd = Random<double>(B * T * S, 4, 1.0), dyd = Random<double>(B * T * Hq * hd, 5, 1.0);
+  std::vector<float> qkvf(qkvd.begin(), qkvd.end()), dyf(dyd.begin(), dyd.end());
+  std::vector<double> outd(B * T * Hq * hd), attd(B * Hq * T * T), dd(B * T * S);
+  std::vector<float> outf(outd.size()), attf(attd.size()), df(dd.size());
+  k::attention_forward(outd.data(), attd.data(), qkvd.data(), B, T, Hq, Hkv, hd);
+  k::attention_forward(outf.data(), attf.data(), qkvf.data(), B, T, Hq, Hkv, hd);
+  k::attention_backward(dd.data(), dyd.data(), qkvd.data(), attd.data(), B, T, Hq, Hkv, hd);
+  k::attention_backward(df.data(), dyf.data(), qkvf.data(), attf.data(), B, T, Hq, Hkv, hd);
+  for (size_t i = 0; i < outd.size(); ++i) ASSERT_NEAR(outf[i], outd[i], 1e-5) << i;
+  for (size_t i = 0; i < attd.size(); ++i) ASSERT_NEAR(attf[i], attd[i], 1e-6) << i;
+  for (size_t i = 0; i < dd.size(); ++i) ASSERT_NEAR(df[i], dd[i], 2e-5 * std::max(1.0, std::abs(dd[i]))) << i;
 }
 
 }  // namespace
