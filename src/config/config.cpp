@@ -40,7 +40,7 @@ std::string Prefix(const Source& src) { return src.name.empty() ? "" : src.name 
 struct Loading {
   TrainConfig c;
   TrainConfig maxtext_model;             // only its shape keys and decoder_block are used
-  std::vector<std::string>* ignored;     // may be null
+  std::vector<std::string>* ignored = nullptr;
 };
 
 void NoteIgnored(const std::string& key, std::vector<std::string>* ignored) {
@@ -91,7 +91,7 @@ Status ApplyOverride(const std::string& key_in, const std::string& value, Loadin
 }
 
 // The keys of one YAML mapping, in order.
-Status ApplyYaml(const Source& src, const YAML::Node& root, Loading* l) {
+Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
   if (root.IsNull()) return Status::OK();  // an empty file sets nothing
   if (!root.IsMap()) return Status::InvalidArgument(Prefix(src) + "expected a mapping of `key: value` lines");
   for (const auto& kv : root) {
@@ -124,6 +124,14 @@ Status ApplyYaml(const Source& src, const YAML::Node& root, Loading* l) {
     ELASTRAIN_RETURN_IF_ERROR(SetValue(src, *k, value, target));
   }
   return Status::OK();
+}
+
+Status ApplyYaml(const Source& src, const YAML::Node& root, Loading* l) {
+  try {
+    return ApplyYamlKeys(src, root, l);
+  } catch (const YAML::Exception& e) {  // yaml-cpp reports odd nodes by throwing
+    return Status::InvalidArgument(fmt::format("{}invalid YAML: {}", Prefix(src), e.what()));
+  }
 }
 
 Result<YAML::Node> ParseYaml(const std::string& origin, const std::string& text) {
@@ -216,7 +224,8 @@ void ApplyMaxTextModel(const TrainConfig& from, TrainConfig* c) {
 // Defaults, then `files` in order (a base_config chain, or one file), then overrides.
 Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext,
                               const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
-  Loading l{TrainConfig{}, TrainConfig{}, ignored};  // base.yml sets every key; its shape keys are 0 ("from the preset")
+  Loading l;  // base.yml sets every key; its shape keys are 0 ("from the preset")
+  l.ignored = ignored;
   ELASTRAIN_ASSIGN_OR_RETURN(const YAML::Node defaults, ParseYaml("configs/base.yml (embedded)", BaseConfigYaml()));
   ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, defaults, &l));
   for (const ConfigFile& f : files) ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({f.path, maxtext}, f.root, &l));
@@ -249,9 +258,19 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
     return Status::InvalidArgument(
         fmt::format("{}: expected a config file of at most {} bytes", yaml_path, kMaxConfigFileBytes));
   ELASTRAIN_ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(yaml_path, text));
-  if (!IsMaxTextConfig(root)) return LoadFiles({{yaml_path, root}}, false, overrides, ignored);
-  ELASTRAIN_ASSIGN_OR_RETURN(const std::vector<ConfigFile> chain, ReadBaseConfigChain({yaml_path, root}));
-  return LoadFiles(chain, true, overrides, ignored);
+  std::vector<ConfigFile> files;
+  bool maxtext = false;
+  try {
+    maxtext = IsMaxTextConfig(root);
+    if (maxtext) {
+      ELASTRAIN_ASSIGN_OR_RETURN(files, ReadBaseConfigChain({yaml_path, root}));
+    } else {
+      files.push_back({yaml_path, root});
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: invalid YAML: {}", yaml_path, e.what()));
+  }
+  return LoadFiles(files, maxtext, overrides, ignored);
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
@@ -260,7 +279,7 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
   const bool maxtext = IsMaxTextConfig(root);
   // A config sent as text (a job submitted to the API) never makes this process read
   // another file: base_config is followed only from a file given on the command line.
-  if (maxtext && root["base_config"])
+  if (maxtext && static_cast<const YAML::Node&>(root)["base_config"])
     return Status::InvalidArgument(Prefix({origin}) +
                                    "base_config: a config given as text cannot inherit from a file; load it with "
                                    "`elastrain train CONFIG.yml` or submit the resolved config");
