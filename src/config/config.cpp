@@ -1,16 +1,19 @@
-// LoadConfig: embedded configs/base.yml, then CONFIG.yml, then key=value overrides, all
-// through the key registry (config_keys.h); then the model is resolved from model_name
-// and the explicit shape keys, and every value is validated (config_validate.cpp).
+// LoadConfig: embedded configs/base.yml, then CONFIG.yml (with the files it inherits from
+// when it is MaxText's, maxtext_format.h), then key=value overrides, all through the key
+// registry (config_keys.h); then the model is resolved from model_name and the explicit
+// shape keys, and every value is validated (config_validate.cpp).
 #include "config/config.h"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "common/files.h"
 #include "config/config_keys.h"
 #include "config/config_validate.h"
+#include "config/maxtext_format.h"
 
 namespace elastrain {
 
@@ -26,52 +29,117 @@ namespace {
 
 // Where settings come from; decides how unknown keys are treated and prefixes errors.
 struct Source {
-  std::string name;         // "" for the command line, else the file's path
-  bool maxtext_ok = false;  // MaxText-only keys are ignored rather than rejected
+  std::string name;           // "" for the command line, else the file's path
+  bool maxtext_file = false;  // a MaxText config (maxtext_format.h): unknown keys are ignored
 };
 
 std::string Prefix(const Source& src) { return src.name.empty() ? "" : src.name + ": "; }
+
+// The config being built. MaxText files' model keys are held apart: MaxText replaces them
+// with the model_name preset's, so they apply only with model_name=default (ApplyMaxTextModel).
+struct Loading {
+  TrainConfig c;
+  TrainConfig maxtext_model;             // only its shape keys and decoder_block are used
+  std::vector<std::string>* ignored = nullptr;
+};
 
 void NoteIgnored(const std::string& key, std::vector<std::string>* ignored) {
   if (ignored && std::find(ignored->begin(), ignored->end(), key) == ignored->end()) ignored->push_back(key);
 }
 
-Status ApplyKeyValue(const Source& src, const std::string& key, const std::string& value, TrainConfig* c,
-                     std::vector<std::string>* ignored) {
-  if (const ConfigKey* k = FindConfigKey(key)) {
-    Status st = SetConfigValue(*k, value, c);
-    return st.ok() ? st : Status::InvalidArgument(Prefix(src) + st.message());
-  }
-  if (src.maxtext_ok && IsMaxTextOnlyKey(key)) {
-    NoteIgnored(key, ignored);
-    return Status::OK();
-  }
+Status UnknownKey(const Source& src, const std::string& key) {
   return Status::InvalidArgument(fmt::format("{}unknown key '{}'; did you mean '{}'? (keys: configs/base.yml)",
                                              Prefix(src), key, ClosestConfigKey(key)));
 }
 
-Status ApplyYaml(const Source& src, const std::string& text, TrainConfig* c, std::vector<std::string>* ignored) {
-  try {
-    YAML::Node root = YAML::Load(text);
-    if (root.IsNull()) return Status::OK();  // an empty file sets nothing
-    if (!root.IsMap()) return Status::InvalidArgument(Prefix(src) + "expected a mapping of `key: value` lines");
-    for (const auto& kv : root) {
-      if (!kv.first.IsScalar()) return Status::InvalidArgument(Prefix(src) + "expected scalar keys");
-      std::string key = kv.first.Scalar();
-      const YAML::Node& v = kv.second;
-      if (!FindConfigKey(key) && src.maxtext_ok && IsMaxTextOnlyKey(key)) {
-        NoteIgnored(key, ignored);  // MaxText values may be lists (mesh_axes); never read them
-        continue;
-      }
-      if (!v.IsNull() && !v.IsScalar())
-        return Status::InvalidArgument(
-            fmt::format("{}{}: expected a single value, not a list or mapping", Prefix(src), key));
-      ELASTRAIN_RETURN_IF_ERROR(ApplyKeyValue(src, key, v.IsNull() ? "" : v.Scalar(), c, ignored));
+// An unknown key of a MaxText file that is one or two edits from one of ours and no
+// MaxText name we know: a misspelling, not a key of a newer MaxText. Empty if none.
+std::string MisspeltKey(const std::string& key) {
+  if (IsMaxTextOnlyKey(key)) return "";
+  const std::string closest = ClosestConfigKey(key);
+  const size_t d = EditDistance(key, closest);
+  return d <= 2 && d * 4 <= key.size() ? closest : "";
+}
+
+// Sets one of our keys from its text. `None` (Python's, as MaxText writes it) leaves the
+// key's value, but empties a string key and means "keep all" for max_num_checkpoints_to_keep.
+Status SetValue(const Source& src, const ConfigKey& k, std::string value, TrainConfig* c) {
+  if (value == "None") {
+    if (std::string_view(k.name) == "max_num_checkpoints_to_keep") value = "-1";
+    else if (std::holds_alternative<std::string* (*)(TrainConfig&)>(k.field)) value = "";
+    else return Status::OK();
+  }
+  Status st = SetConfigValue(k, value, c);
+  return st.ok() ? st : Status::InvalidArgument(Prefix(src) + st.message());
+}
+
+// One `key=value` of the command line: our keys, and MaxText's keys ignored (listed).
+Status ApplyOverride(const std::string& key_in, const std::string& value, Loading* l) {
+  const Source cli;
+  const std::string key(FromMaxTextAlias(key_in));
+  if (key == "base_config")
+    return Status::InvalidArgument(
+        fmt::format("base_config={}: only a config file names the file it inherits from; give that file as CONFIG",
+                    value));
+  if (const ConfigKey* k = FindConfigKey(key)) return SetValue(cli, *k, value, &l->c);
+  if (IsMaxTextOnlyKey(key)) {
+    ELASTRAIN_RETURN_IF_ERROR(CheckMaxTextOnlyValue("", key, YAML::Node(value)));
+    NoteIgnored(key, l->ignored);
+    return Status::OK();
+  }
+  return UnknownKey(cli, key);
+}
+
+// The keys of one YAML mapping, in order.
+Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
+  if (root.IsNull()) return Status::OK();  // an empty file sets nothing
+  if (!root.IsMap()) return Status::InvalidArgument(Prefix(src) + "expected a mapping of `key: value` lines");
+  for (const auto& kv : root) {
+    if (!kv.first.IsScalar()) return Status::InvalidArgument(Prefix(src) + "expected scalar keys");
+    std::string key = kv.first.Scalar();
+    const YAML::Node& v = kv.second;
+    if (src.maxtext_file) {
+      if (key == "base_config") continue;  // followed by ReadBaseConfigChain
+      key = std::string(FromMaxTextAlias(key));
     }
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}invalid YAML: {}", Prefix(src), e.what()));
+    const ConfigKey* k = FindConfigKey(key);
+    if (!k) {
+      if (!src.maxtext_file) return UnknownKey(src, key);
+      if (std::string near = MisspeltKey(key); !near.empty())
+        return Status::InvalidArgument(fmt::format(
+            "{}unknown key '{}'; did you mean '{}'? (this MaxText file's other unknown keys are ignored, but '{}' "
+            "is no MaxText key elastrain knows)",
+            Prefix(src), key, near, key));
+      // MaxText values may be lists or mappings (mesh_axes); only a few are read, to check them.
+      ELASTRAIN_RETURN_IF_ERROR(CheckMaxTextOnlyValue(Prefix(src), key, v));
+      NoteIgnored(key, l->ignored);
+      continue;
+    }
+    if (!v.IsNull() && !v.IsScalar())
+      return Status::InvalidArgument(
+          fmt::format("{}{}: expected a single value, not a list or mapping", Prefix(src), key));
+    const std::string value = v.IsNull() ? "" : v.Scalar();
+    if (src.maxtext_file && IsMaxTextSentinel(key, value)) continue;
+    TrainConfig* target = src.maxtext_file && IsMaxTextModelKey(key) ? &l->maxtext_model : &l->c;
+    ELASTRAIN_RETURN_IF_ERROR(SetValue(src, *k, value, target));
   }
   return Status::OK();
+}
+
+Status ApplyYaml(const Source& src, const YAML::Node& root, Loading* l) {
+  try {
+    return ApplyYamlKeys(src, root, l);
+  } catch (const YAML::Exception& e) {  // yaml-cpp reports odd nodes by throwing
+    return Status::InvalidArgument(fmt::format("{}invalid YAML: {}", Prefix(src), e.what()));
+  }
+}
+
+Result<YAML::Node> ParseYaml(const std::string& origin, const std::string& text) {
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}invalid YAML: {}", Prefix({origin}), e.what()));
+  }
 }
 
 struct ShapeKey {
@@ -142,32 +210,80 @@ Status ResolveModel(TrainConfig* c) {
 
 }  // namespace
 
-Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
-                               std::vector<std::string>* ignored) {
-  std::string text;  // no file: an empty YAML sets nothing
-  if (!yaml_path.empty()) {
-    if (!FileExists(yaml_path)) return Status::NotFound(yaml_path + ": config file not found");
-    ELASTRAIN_ASSIGN_OR_RETURN(text, ReadFile(yaml_path));
-  }
-  return LoadConfigText(text, yaml_path, overrides, ignored);
+namespace {
+
+// The model keys of MaxText files, where model_name=default leaves them to the files
+// (keys given on the command line win, as MaxText's override_model_config lets them).
+void ApplyMaxTextModel(const TrainConfig& from, TrainConfig* c) {
+  if (c->model_name != "default") return;  // the preset replaces them, as in MaxText
+  for (const ShapeKey& k : kShapeKeys)
+    if (c->model.*k.field == 0) c->model.*k.field = from.model.*k.field;
+  if (c->decoder_block.empty()) c->decoder_block = from.decoder_block;
 }
 
-Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
-                                   const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
-  TrainConfig c;  // base.yml sets every key; its shape keys are 0 ("from the preset")
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, BaseConfigYaml(), &c, nullptr));
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({origin, true}, yaml_text, &c, ignored));
+// Defaults, then `files` in order (a base_config chain, or one file), then overrides.
+Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext,
+                              const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
+  Loading l;  // base.yml sets every key; its shape keys are 0 ("from the preset")
+  l.ignored = ignored;
+  ELASTRAIN_ASSIGN_OR_RETURN(const YAML::Node defaults, ParseYaml("configs/base.yml (embedded)", BaseConfigYaml()));
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, defaults, &l));
+  for (const ConfigFile& f : files) ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({f.path, maxtext}, f.root, &l));
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       return Status::InvalidArgument(fmt::format("override '{}': expected key=value (e.g. steps=100)", o));
-    ELASTRAIN_RETURN_IF_ERROR(ApplyKeyValue({"", true}, o.substr(0, eq), o.substr(eq + 1), &c, ignored));
+    ELASTRAIN_RETURN_IF_ERROR(ApplyOverride(o.substr(0, eq), o.substr(eq + 1), &l));
   }
+  TrainConfig& c = l.c;
+  ApplyMaxTextModel(l.maxtext_model, &c);
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveSchedule(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveBatch(&c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));
   return c;
+}
+
+}  // namespace
+
+Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
+                               std::vector<std::string>* ignored) {
+  if (yaml_path.empty()) return LoadFiles({}, false, overrides, ignored);
+  if (!FileExists(yaml_path)) return Status::NotFound(yaml_path + ": config file not found");
+  if (IsDirectory(yaml_path)) return Status::InvalidArgument(yaml_path + ": expected a config file, not a folder");
+  ELASTRAIN_ASSIGN_OR_RETURN(const std::string text, ReadFile(yaml_path));
+  if (static_cast<int64_t>(text.size()) > kMaxConfigFileBytes)
+    return Status::InvalidArgument(
+        fmt::format("{}: expected a config file of at most {} bytes", yaml_path, kMaxConfigFileBytes));
+  ELASTRAIN_ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(yaml_path, text));
+  std::vector<ConfigFile> files;
+  bool maxtext = false;
+  try {
+    maxtext = IsMaxTextConfig(root);
+    if (maxtext) {
+      ELASTRAIN_ASSIGN_OR_RETURN(files, ReadBaseConfigChain({yaml_path, root}));
+    } else {
+      files.push_back({yaml_path, root});
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(fmt::format("{}: invalid YAML: {}", yaml_path, e.what()));
+  }
+  return LoadFiles(files, maxtext, overrides, ignored);
+}
+
+Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
+                                   const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
+  ELASTRAIN_ASSIGN_OR_RETURN(YAML::Node root, ParseYaml(origin, yaml_text));
+  const bool maxtext = IsMaxTextConfig(root);
+  // A config sent as text (a job submitted to the API) never makes this process read
+  // another file: base_config is followed only from a file given on the command line.
+  if (maxtext && static_cast<const YAML::Node&>(root)["base_config"])
+    return Status::InvalidArgument(Prefix({origin}) +
+                                   "base_config: a config given as text cannot inherit from a file; load it with "
+                                   "`elastrain train CONFIG.yml` or submit the resolved config");
+  return LoadFiles({{origin, root}}, maxtext, overrides, ignored);
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/choice.h"
+#include "common/dtype.h"
 #include "common/gemm_backend.h"
 #include "common/status.h"
 #include "model/activations.h"
@@ -74,12 +75,20 @@ struct TrainConfig {
   std::string decoder_block;      // llama | gpt2; empty: from the preset
   ModelConfig model;              // resolved shapes (filled by LoadConfig)
   // --- batch ---
+  // Key per_device_batch_size as given: rows per worker per accumulation step, which
+  // MaxText lets be a fraction (0.5: one row for every two workers). LoadConfig resolves
+  // it into per_device_batch_size (whole rows) and, for a fraction, global_batch_size.
+  std::string per_device_batch_size_spec = "8";
   int64_t per_device_batch_size = 8;   // micro-batch rows per worker per accumulation step
   int64_t global_batch_size = 0;       // 0: per_device_batch_size * workers * gradient_accumulation_steps
   int64_t gradient_accumulation_steps = 1;
   int64_t max_target_length = 0;       // sequence length T; 0: from the preset (capped at 128)
   // --- optimisation ---
-  int64_t steps = 200;
+  int64_t steps = 200;                 // -1: learning_rate_schedule_steps (resolved by LoadConfig)
+  // Length of the warmup + cosine schedule (MaxText's key); steps past it train at
+  // learning rate 0. -1: follows steps (resolved by LoadConfig to a positive count), so a
+  // run whose steps are extended keeps its schedule only when this is set explicitly.
+  int64_t learning_rate_schedule_steps = -1;
   double learning_rate = 3e-4;
   double warmup_steps_fraction = 0.1;
   double cosine_learning_rate_final_fraction = 0.1;
@@ -98,6 +107,8 @@ struct TrainConfig {
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
   GemmBackend gemm_backend = GemmBackend::kOneDnn;  // onednn | openblas
+  ComputeDtype dtype = ComputeDtype::kFloat32;      // float32 | bfloat16: matmuls and activations
+  WeightDtype weight_dtype = WeightDtype::kFloat32;  // float32 only: master weights and AdamW state
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)
   int64_t record_consumed_samples = 0;       // 1: each rank logs the sample indices it trains on (tests)

@@ -34,8 +34,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("log_level", "run", log_level, "trace | debug | info | warn | error"),
       KEY("log_period", "run", log_period, "steps between metrics.jsonl lines, in [1, 2^40]"),
 
-      KEY("model_name", "model", model_name, "tiny | tiny-gpt2 | small | gpt2-124m | llama2-7b | llama3-8b | default (set every shape key)"),
-      KEY("decoder_block", "model", decoder_block, "llama | gpt2; empty: the preset's family"),
+      KEY("model_name", "model", model_name, "tiny | tiny-gpt2 | small | gpt2-124m | MaxText's llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b, gpt3-175b | default (set every shape key)"),
+      KEY("decoder_block", "model", decoder_block, "llama | gpt2 (MaxText's llama2, llama3, gpt3 too); empty: the preset's family"),
       KEY("base_emb_dim", "model", model.emb_dim, "model width C, in [1, 131072]; 0: from the preset"),
       KEY("base_num_query_heads", "model", model.num_heads, "query heads, in [1, 4096]; 0: from the preset"),
       KEY("base_num_kv_heads", "model", model.num_kv_heads, "key/value heads, must divide the query heads, in [1, 4096]; 0: from the preset"),
@@ -44,12 +44,13 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("head_dim", "model", model.head_dim, "width of one attention head, in [1, 4096]; 0: from the preset"),
       KEY("vocab_size", "model", model.vocab_size, "vocabulary size, in [1, 16777216]; 0: from the preset"),
 
-      KEY("per_device_batch_size", "batch", per_device_batch_size, "micro-batch rows per worker per accumulation step, in [1, 2^20]"),
+      KEY("per_device_batch_size", "batch", per_device_batch_size_spec, "micro-batch rows per worker per accumulation step, in (0, 2^20]; a fraction (MaxText's 0.5) sets global_batch_size = floor(it * workers * gradient_accumulation_steps) and micro-batches of ceil(it) rows"),
       KEY("global_batch_size", "batch", global_batch_size, "0: per_device_batch_size * workers * gradient_accumulation_steps; at most 2^30"),
       KEY("gradient_accumulation_steps", "batch", gradient_accumulation_steps, "micro-batches summed before each optimizer step, in [1, 2^20]"),
       KEY("max_target_length", "batch", max_target_length, "sequence length T, in [1, 1048576]; 0: the preset's, capped at 128"),
 
-      KEY("steps", "optimisation", steps, "optimizer steps to train, in [1, 2^40]; steps * global batch * max_target_length must fit 64 bits"),
+      KEY("steps", "optimisation", steps, "optimizer steps to train, in [1, 2^40], or -1: learning_rate_schedule_steps; steps * global batch * max_target_length must fit 64 bits"),
+      KEY("learning_rate_schedule_steps", "optimisation", learning_rate_schedule_steps, "length of the warmup + cosine schedule, in [1, 2^40], or -1: steps; steps past it train at learning rate 0 (MaxText); set it to keep the schedule when extending steps"),
       KEY("learning_rate", "optimisation", learning_rate, "peak learning rate"),
       KEY("warmup_steps_fraction", "optimisation", warmup_steps_fraction, "share of steps with linear warmup, in [0,1]"),
       KEY("cosine_learning_rate_final_fraction", "optimisation", cosine_learning_rate_final_fraction, "final learning rate / peak after cosine decay, in [0,1]"),
@@ -71,6 +72,8 @@ const std::vector<ConfigKey>& ConfigKeys() {
 
       KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker, in [0, 4096]; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),
       CHOICE("gemm_backend", "compute", gemm_backend, kGemmBackendChoices, "", "onednn | openblas"),
+      CHOICE("dtype", "compute", dtype, kComputeDtypeChoices, "", "float32 | bfloat16: the format of matmuls and activations (MaxText's dtype; its default is bfloat16)"),
+      CHOICE("weight_dtype", "compute", weight_dtype, kWeightDtypeChoices, " (elastrain keeps master weights and AdamW state in float32; dtype=bfloat16 computes in bfloat16 from them)", "float32 only: master weights and AdamW state stay float32"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),
       KEY("fail_at_step", "compute", fail_at_step, "> 0: rank fail_rank fails right after this step, once per job, to rehearse recovery; in [0, 2^40]"),
@@ -223,6 +226,7 @@ std::string Quote(const std::string& s) {
 }  // namespace
 
 bool ParseConfigInteger(const std::string& text, int64_t* v) { return ParseInt(NumberText(text), v); }
+bool ParseConfigNumber(const std::string& text, double* v) { return ParseDouble(NumberText(text), v); }
 
 Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfig* c) {
   if (auto f = std::get_if<int64_t* (*)(TrainConfig&)>(&key.field)) {

@@ -57,6 +57,9 @@ Status SetConfigValue(const ConfigKey& key, const std::string& value, TrainConfi
 // An integer as SetConfigValue reads one ("10_000", "12.0"), for string keys that hold
 // numbers (checkpoint_period).
 bool ParseConfigInteger(const std::string& text, int64_t* v);
+// A finite number as SetConfigValue reads one ("0.5", "1e-3", "10_000"), for string keys
+// that hold numbers (per_device_batch_size).
+bool ParseConfigNumber(const std::string& text, double* v);
 // The field's value as YAML text: integers and doubles plain (shortest form that parses
 // back to the same double), strings and enum words double-quoted.
 std::string FormatConfigValue(const ConfigKey& key, const TrainConfig& c);

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string_view>
 #include <utility>
@@ -42,6 +43,7 @@ constexpr IntRange kIntRanges[] = {
     {"gradient_accumulation_steps", &TrainConfig::gradient_accumulation_steps, 1, kMaxBatchRows},
     {"max_target_length", &TrainConfig::max_target_length, 1, kMaxSeqLen},
     {"steps", &TrainConfig::steps, 1, kMaxSteps},
+    {"learning_rate_schedule_steps", &TrainConfig::learning_rate_schedule_steps, 1, kMaxSteps},
     {"eval_interval", &TrainConfig::eval_interval, -kMaxSteps, kMaxSteps},
     {"eval_steps", &TrainConfig::eval_steps, 1, kMaxBatchRows},
     {"threads_per_worker", &TrainConfig::threads_per_worker, 0, kMaxThreads},
@@ -168,13 +170,18 @@ Status ValidateOptimisation(const TrainConfig& c) {
 }
 
 Status ValidateData(const TrainConfig& c) {
-  ELASTRAIN_RETURN_IF_ERROR(OneOf("dataset_type", c.dataset_type, {"synthetic", "text"}));
+  ELASTRAIN_RETURN_IF_ERROR(OneOf("dataset_type", c.dataset_type, {"synthetic", "text"},
+                                  " (MaxText's tfds, hf and grain pipelines are not implemented: add "
+                                  "dataset_type=synthetic, or dataset_type=text with dataset_path)"));
   if (c.dataset_type == "text") {
     if (c.dataset_path.empty())
       return Bad("dataset_path", "", "dataset_type=text needs a text file or a directory of text files");
     ELASTRAIN_RETURN_IF_ERROR(PathExists("dataset_path", c.dataset_path));
   }
-  if (!c.tokenizer_path.empty()) ELASTRAIN_RETURN_IF_ERROR(PathExists("tokenizer_path", c.tokenizer_path));
+  // Only text data reads the tokenizer (a MaxText config names one of MaxText's assets
+  // even for synthetic data).
+  if (c.dataset_type == "text" && !c.tokenizer_path.empty())
+    ELASTRAIN_RETURN_IF_ERROR(PathExists("tokenizer_path", c.tokenizer_path));
   if (!(c.eval_split_fraction > 0 && c.eval_split_fraction <= 0.5))
     return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
@@ -320,6 +327,49 @@ Status ResolveCheckpointPeriod(TrainConfig* c) {
     return Bad("checkpoint_period", s, fmt::format("expected a positive number of steps, or auto (chosen from the "
                                                    "measured save cost and the failures seen); at most {} steps", kMaxSteps));
   c->checkpoint_period = v;
+  return Status::OK();
+}
+
+Status ResolveSchedule(TrainConfig* c) {
+  if (c->steps == -1 && c->learning_rate_schedule_steps == -1)
+    return Status::InvalidArgument(
+        "steps=-1: follows learning_rate_schedule_steps, which is -1 too (follows steps); expected one of them to be "
+        "a positive number of steps");
+  if (c->steps == 0 || c->steps < -1)
+    return Bad("steps", c->steps, "expected a positive integer, or -1 (learning_rate_schedule_steps)");
+  if (c->learning_rate_schedule_steps == 0 || c->learning_rate_schedule_steps < -1)
+    return Bad("learning_rate_schedule_steps", c->learning_rate_schedule_steps,
+               "expected a positive integer, or -1 (steps)");
+  if (c->steps == -1) c->steps = c->learning_rate_schedule_steps;
+  if (c->learning_rate_schedule_steps == -1) c->learning_rate_schedule_steps = c->steps;
+  return Status::OK();
+}
+
+Status ResolveBatch(TrainConfig* c) {
+  const std::string spec = c->per_device_batch_size_spec;  // a copy: resolved below
+  double p = 0;
+  if (!ParseConfigNumber(spec, &p))
+    return Bad("per_device_batch_size", spec, "expected a number of rows (e.g. 8, or 0.5 as in MaxText)");
+  if (!(p > 0) || p > static_cast<double>(kMaxBatchRows))
+    return Bad("per_device_batch_size", spec,
+               fmt::format("expected a number of rows in (0, {}]; a fraction such as 0.5 shares rows among "
+                           "workers, as in MaxText",
+                           kMaxBatchRows));
+  const double rows = std::ceil(p);
+  c->per_device_batch_size = static_cast<int64_t>(rows);
+  c->per_device_batch_size_spec = std::to_string(c->per_device_batch_size);
+  if (rows == p || c->global_batch_size != 0) return Status::OK();
+  if (c->gradient_accumulation_steps < 1 || c->gradient_accumulation_steps > kMaxBatchRows)
+    return Status::OK();  // ValidateBatch names gradient_accumulation_steps
+  // A fraction: MaxText's global batch, int(per_device_batch_size * devices).
+  const double gb =
+      std::floor(p * static_cast<double>(c->max_workers) * static_cast<double>(c->gradient_accumulation_steps));
+  if (gb < 1 || gb > static_cast<double>(kMaxGlobalBatch))
+    return Bad("per_device_batch_size", spec,
+               fmt::format("times num_workers={} and gradient_accumulation_steps={} gives {} rows per step; "
+                           "expected 1 to {} (or set global_batch_size)",
+                           c->max_workers, c->gradient_accumulation_steps, gb, kMaxGlobalBatch));
+  c->global_batch_size = static_cast<int64_t>(gb);
   return Status::OK();
 }
 

@@ -11,7 +11,10 @@ const char* FamilyName(ModelFamily f) { return f == ModelFamily::kLlama ? "llama
 Result<ModelFamily> ParseFamily(const std::string& s) {
   if (s == "llama" || s == "llama2" || s == "llama3") return ModelFamily::kLlama;
   if (s == "gpt2" || s == "gpt3" || s == "gpt") return ModelFamily::kGpt2;
-  return Status::InvalidArgument(fmt::format("decoder_block={}: expected one of llama, gpt2", s));
+  return Status::InvalidArgument(fmt::format(
+      "decoder_block={}: expected one of llama, gpt2 (MaxText's llama2, llama3 and gpt3 name these; its other "
+      "blocks are not implemented)",
+      s));
 }
 
 Status ModelConfig::Validate() const {
@@ -87,6 +90,15 @@ std::vector<ModelConfig> Presets() {
       Make("gpt2-124m", F::kGpt2, 50257, 768, 12, 12, 12, 64, 3072, 1024),
       Make("llama2-7b", F::kLlama, 32000, 4096, 32, 32, 32, 128, 11008, 4096),
       Make("llama3-8b", F::kLlama, 128256, 4096, 32, 32, 8, 128, 14336, 8192, 500000.0),
+      // MaxText's configs/models/<name>.yml of the shapes elastrain trains (T: the
+      // model's context for llama, trainable_position_size for gpt3).
+      Make("llama2-13b", F::kLlama, 32000, 5120, 40, 40, 40, 128, 13824, 4096),
+      Make("llama2-70b", F::kLlama, 32000, 8192, 80, 64, 8, 128, 28672, 4096),
+      Make("llama3-70b", F::kLlama, 128256, 8192, 80, 64, 8, 128, 28672, 8192, 500000.0),
+      Make("gpt3-52k", F::kGpt2, 1024, 16, 1, 2, 2, 8, 64, 2048),
+      Make("gpt3-6b", F::kGpt2, 32768, 3072, 48, 12, 12, 256, 12288, 16384),
+      Make("gpt3-22b", F::kGpt2, 32768, 6144, 48, 24, 24, 256, 24576, 16384),
+      Make("gpt3-175b", F::kGpt2, 50304, 12288, 96, 96, 96, 128, 49152, 16384),
   };
 }
 }  // namespace

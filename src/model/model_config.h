@@ -52,7 +52,9 @@ struct ModelConfig {
   int64_t NumParams() const;  // exact count of trainable parameters (of a valid config)
 };
 
-// Presets: tiny, tiny-gpt2 (tests), small (~13M llama), gpt2-124m, llama2-7b, llama3-8b.
+// Presets: tiny, tiny-gpt2 (tests), small (~13M llama), gpt2-124m, and MaxText's
+// llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b,
+// gpt3-175b (the shapes of its configs/models/<name>.yml).
 Result<ModelConfig> ModelPreset(const std::string& name);
 std::vector<std::string> ModelPresetNames();
 

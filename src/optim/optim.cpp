@@ -33,6 +33,7 @@ void AdamWUpdate(const ParamLayout& layout, float* params, const float* grads, f
 }
 
 double LearningRate(const ScheduleOptions& s, int64_t step) {
+  if (step >= s.total_steps) return 0.0;  // past the schedule (MaxText's constant 0)
   if (s.warmup_steps > 0 && step < s.warmup_steps)
     return s.peak_lr * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
   const int64_t decay_steps = std::max<int64_t>(1, s.total_steps - s.warmup_steps);

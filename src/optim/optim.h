@@ -29,11 +29,12 @@ void AdamWUpdateSpan(float* params, const float* grads, float* m, float* v, int6
 struct ScheduleOptions {
   double peak_lr = 3e-4;
   int64_t warmup_steps = 0;          // linear warmup from 0 over these steps
-  int64_t total_steps = 1;           // cosine decay ends here
+  int64_t total_steps = 1;           // cosine decay ends here; steps from here on get 0
   double final_fraction = 0.1;       // lr at total_steps = peak_lr * final_fraction
 };
 // Learning rate for 0-based `step`: linear warmup to peak over warmup_steps, then cosine
-// decay to peak*final_fraction at total_steps (MaxText's schedule).
+// decay towards peak*final_fraction at total_steps, and 0 from total_steps on (MaxText's
+// schedule: learning_rate_schedule_steps shorter than steps ends in steps at rate 0).
 double LearningRate(const ScheduleOptions& s, int64_t step);
 
 // g[0..n) = 0, in parallel chunks (a single memset leaves cores and bandwidth idle).

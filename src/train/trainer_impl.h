@@ -153,8 +153,12 @@ class Trainer {
     auto [b, e] = Sampler::ShareRange(rows, 0, mesh_->batch_shards());
     return (e - b + cfg_.per_device_batch_size - 1) / cfg_.per_device_batch_size;
   }
+  // MaxText's: warmup over learning_rate_schedule_steps * warmup_steps_fraction, cosine to
+  // learning_rate_schedule_steps, then 0. Not steps: a run extended with more steps keeps
+  // its schedule when learning_rate_schedule_steps is set (LoadConfig resolves -1 to steps).
   ScheduleOptions Schedule() const {
-    return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * cfg_.steps), cfg_.steps,
+    const int64_t len = cfg_.learning_rate_schedule_steps > 0 ? cfg_.learning_rate_schedule_steps : cfg_.steps;
+    return {cfg_.learning_rate, static_cast<int64_t>(cfg_.warmup_steps_fraction * len), len,
             cfg_.cosine_learning_rate_final_fraction};
   }
   ckpt::DataState DataStateAt(int64_t done) const {

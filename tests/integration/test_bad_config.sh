@@ -4,7 +4,7 @@ common=(base_output_directory="$WORK/runs" steps=2)
 expect_error "unknown key" "unknown key 'per_device_batchsize'.*did you mean 'per_device_batch_size'" -- \
   train model_name=tiny per_device_batchsize=4 "${common[@]}"
 expect_error "negative steps" "steps=-3: expected a positive integer" -- train model_name=tiny steps=-3
-expect_error "non-numeric batch" "per_device_batch_size=abc: expected an integer" -- \
+expect_error "non-numeric batch" "per_device_batch_size=abc: expected a number of rows" -- \
   train model_name=tiny per_device_batch_size=abc "${common[@]}"
 expect_error "missing dataset" "dataset_path=$WORK/no/such/corpus.txt: no such file or directory" -- \
   train model_name=tiny dataset_type=text dataset_path="$WORK/no/such/corpus.txt" "${common[@]}"

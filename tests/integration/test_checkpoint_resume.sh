@@ -13,6 +13,22 @@ cmp -s "$WORK/straight.bin" "$WORK/resumed.bin" && pass "final parameters bit-id
 a=$(step_losses runs/straight/metrics.jsonl | awk '$1 > 20'); b=$(step_losses runs/resumed/metrics.jsonl | tail -20)
 [ "$(echo "$a" | grep -c .)" -eq 20 ] && [ "$a" = "$b" ] && pass "losses of steps 21-40 identical" || fail "losses differ: $(diff <(echo "$a") <(echo "$b") | head -3)"
 
+# 1b. MaxText's learning_rate_schedule_steps keeps the schedule when a run's steps are
+# extended: 20 of a 40-step schedule, then the same run extended (steps=-1 follows the
+# schedule) ends bit-identical to 40 straight. Without it the schedule follows steps, so
+# the first 20 steps decay faster and the extended run differs.
+"$BIN" train "${common[@]}" steps=20 learning_rate_schedule_steps=40 run_name=extended >/dev/null 2>&1 || fail "20 of 40 scheduled steps"
+"$BIN" train "${common[@]}" steps=-1 learning_rate_schedule_steps=40 run_name=extended \
+  final_params_path="$WORK/extended.bin" >/dev/null 2>&1 || fail "extended to the schedule's 40 steps"
+cmp -s "$WORK/straight.bin" "$WORK/extended.bin" && pass "extended run with the schedule kept: parameters bit-identical to 40 straight" \
+  || fail "extended run with learning_rate_schedule_steps=40 differs from 40 straight"
+a=$(step_losses runs/straight/metrics.jsonl | awk '$1 > 20'); b=$(step_losses runs/extended/metrics.jsonl | awk '$1 > 20')
+[ "$(echo "$b" | grep -c .)" -eq 20 ] && [ "$a" = "$b" ] && pass "extended run: losses of steps 21-40 identical" || fail "extended run: losses differ"
+"$BIN" train "${common[@]}" steps=20 run_name=regrown >/dev/null 2>&1 || fail "20 steps, schedule following steps"
+"$BIN" train "${common[@]}" run_name=regrown final_params_path="$WORK/regrown.bin" >/dev/null 2>&1 || fail "regrown to 40"
+cmp -s "$WORK/straight.bin" "$WORK/regrown.bin" && fail "a schedule that followed steps=20 should differ" \
+  || pass "without learning_rate_schedule_steps the extended run differs (its schedule was 20 steps long)"
+
 # 2. Save at fsdp=4, continue at other meshes: the losses match the unresharded continuation.
 src=(num_workers=4 ici_fsdp_parallelism=4)
 "$BIN" train "${common[@]}" "${src[@]}" run_name=fsdp4 fail_at_step=20 async_checkpointing=false >/dev/null 2>&1 || true
