@@ -72,7 +72,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
 
       KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker, in [0, 4096]; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),
       CHOICE("gemm_backend", "compute", gemm_backend, kGemmBackendChoices, "", "onednn | openblas"),
-      CHOICE("dtype", "compute", dtype, kComputeDtypeChoices, "", "float32 | bfloat16: the format of matmuls and activations (MaxText's dtype; its default is bfloat16)"),
+      CHOICE("dtype", "compute", dtype, kComputeDtypeChoices, "", "float32 | bfloat16: the GEMMs' operands (bfloat16: rounded to bf16, float32 accumulation and results; activations, weights and AdamW stay float32; MaxText's dtype, whose default is bfloat16)"),
       CHOICE("weight_dtype", "compute", weight_dtype, kWeightDtypeChoices, " (elastrain keeps master weights and AdamW state in float32; dtype=bfloat16 computes in bfloat16 from them)", "float32 only: master weights and AdamW state stay float32"),
       KEY("hardware_peak_tflops", "compute", hardware_peak_tflops, "peak TFLOP/s for MFU; 0: measure the SGEMM ceiling at start"),
       KEY("final_params_path", "compute", final_params_path, "non-empty: write the final parameters there (raw fp32, global layout order)"),

@@ -41,12 +41,10 @@ void SetComputeThreads(int n) {
 }
 int ComputeThreads() { return g_threads > 0 ? g_threads.load() : omp_get_max_threads(); }
 
-template <>
-void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (M == 0 || N == 0) return;
-  profile::GemmTimer timer(ta, tb, M, N, K);  // no-op unless profile::SetEnabled(true)
-  if (g_dtype == ComputeDtype::kBfloat16 && GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+namespace {
+// float32 through the configured backend, whatever the dtype (the SGEMM ceiling too).
+void Sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (g_backend == GemmBackend::kOneDnn) {
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st == dnnl_success) return;
@@ -54,6 +52,16 @@ void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   }
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
               lda, B, ldb, beta, C, ldc);
+}
+}  // namespace
+
+template <>
+void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (M == 0 || N == 0) return;
+  profile::GemmTimer timer(ta, tb, M, N, K);  // no-op unless profile::SetEnabled(true)
+  if (g_dtype == ComputeDtype::kBfloat16 && GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+  Sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 template <>
@@ -86,12 +94,12 @@ template void GemmReference<double>(bool, bool, int64_t, int64_t, int64_t, doubl
 
 double MeasureSgemmGflops(int64_t n, double seconds) {
   std::vector<float> a(n * n, 0.5f), b(n * n, 0.25f), c(n * n, 0.f);
-  Gemm<float>(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm up
+  Sgemm(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);  // warm up
   auto t0 = std::chrono::steady_clock::now();
   int iters = 0;
   double elapsed = 0;
   do {
-    Gemm<float>(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
+    Sgemm(false, true, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);
     ++iters;
     elapsed = SecondsSince(t0);
   } while (elapsed < seconds);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/dtype.h"
 #include "common/gemm_backend.h"
 #include "common/status.h"
 

@@ -1,6 +1,7 @@
 #include "kernels/gemm_bf16.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_debug.h>
 
 #include <atomic>
 #include <cstring>
@@ -100,6 +101,8 @@ bool CpuHasBf16() {
   const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
   return isa == dnnl::cpu_isa::avx512_core_bf16 || isa == dnnl::cpu_isa::avx512_core_amx;
 }
+
+const char* OneDnnIsa() { return dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()); }
 
 bool GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
               const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {

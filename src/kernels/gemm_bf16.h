@@ -23,6 +23,8 @@ bool GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
 // instructions: avx512_core_bf16, AMX); without them oneDNN emulates bf16 or has no
 // kernel, and dtype=bfloat16 is only slower.
 bool CpuHasBf16();
+// oneDNN's name for the instruction set it runs on here ("cpu_isa_avx512_core_bf16").
+const char* OneDnnIsa();
 
 // out[i] = in[i] rounded to the nearest bfloat16 (ties to even; NaN stays NaN), as the
 // upper 16 bits of a float.

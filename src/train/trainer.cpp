@@ -27,6 +27,7 @@
 #include "kernels/gemm.h"
 #include "model/flops.h"
 #include "train/mfu_peak.h"
+#include "kernels/gemm_bf16.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {
@@ -37,6 +38,10 @@ Status Trainer::Setup() {
   job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallSeconds();
   Phase("setup");
   SetGemmBackend(cfg_.gemm_backend);
+  SetGemmDtype(cfg_.dtype);
+  if (cfg_.dtype == ComputeDtype::kBfloat16 && !CpuHasBf16())
+    LOG_WARN("dtype=bfloat16: this CPU has no bf16 instructions (oneDNN ISA {}); oneDNN emulates them, slower than "
+             "float32", OneDnnIsa());
   ELASTRAIN_RETURN_IF_ERROR(ResolveMeshAndBatch());
   ELASTRAIN_RETURN_IF_ERROR(CheckMemoryFits());
   ELASTRAIN_RETURN_IF_ERROR(OpenRunDirectory());
@@ -183,8 +188,8 @@ void Trainer::LogSetup() const {
   LOG_INFO("batch: global {} x {} tokens over {} batch shards, micro-batch {}; remat {}; activations {:.1f} MiB", gb_,
            T_, mesh_->batch_shards(), cfg_.per_device_batch_size, RematPolicyName(cfg_.remat_policy),
            model_->ActivationBytes() / 1048576.0);
-  LOG_INFO("compute: {} threads, gemm {}, peak for MFU {:.1f} GFLOP/s ({})", ComputeThreads(), GemmBackendName(cfg_.gemm_backend),
-           peak_flops_ / 1e9, MfuPeakSource(cfg_));
+  LOG_INFO("compute: {} threads, gemm {}, dtype {}, peak for MFU {:.1f} GFLOP/s ({})", ComputeThreads(),
+           GemmBackendName(cfg_.gemm_backend), ComputeDtypeName(cfg_.dtype), peak_flops_ / 1e9, MfuPeakSource(cfg_));
 }
 
 // ---------------------------------------------------------------- restoring
