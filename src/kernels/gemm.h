@@ -31,6 +31,13 @@ template <typename T>
 void Gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda,
           const T* B, int64_t ldb, T beta, T* C, int64_t ldc);
 
+// float32 whatever the dtype, and not counted by kernels/profile.h: the small per-head
+// products inside attention, called from its parallel loop (one thread each), where
+// bf16's conversions would cost more than they save and a GEMM's own threads would
+// only wait on each other.
+void GemmF32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+             const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
 // Naive triple loop with the same contract, the reference the fast path is tested against.
 template <typename T>
 void GemmReference(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, T alpha, const T* A,

@@ -244,8 +244,18 @@ void rope_backward(T* dqkv, const T* cos_sin, int64_t B, int64_t Tn, int64_t Hq,
 // Q K^T, the causal softmax row by row, then P V; the backward likewise (dP = dO V^T,
 // dV += P^T dO, dS = P (dP - rowsum(P dP)) / sqrt(hd), dQ = dS K, dK += dS^T Q). The
 // GEMMs also compute the masked upper triangle (twice the FLOPs of a causal kernel), at
-// GEMM speed rather than the few GFLOP/s of row-by-row dot products.
+// GEMM speed rather than the few GFLOP/s of row-by-row dot products. The (batch, kv
+// head) blocks run in parallel, each GEMM on one thread: hundreds of T x T x hd products
+// per layer are too small to share between threads. A kv head's query heads run in
+// order inside its block, so dK and dV are summed in a fixed order and by one thread.
 namespace {
+
+template <typename T>
+void HeadGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const T* A, int64_t lda, const T* B,
+              int64_t ldb, T beta, T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) GemmF32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else Gemm<T>(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
 
 // Row t of a (Tn, Tn) score matrix: the causal softmax in place, zeros past t.
 template <typename T>
@@ -276,6 +286,7 @@ template <typename T>
 void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd) {
   const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
+#pragma omp parallel for collapse(2) schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = h / group;
@@ -283,10 +294,9 @@ void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int6
       const T* k = qkv + b * Tn * S + QD + kh * hd;
       const T* v = qkv + b * Tn * S + QD + KD + kh * hd;
       T* p = att + (b * Hq + h) * Tn * Tn;
-      Gemm<T>(false, true, Tn, Tn, hd, scale, q, S, k, S, T(0), p, Tn);
-#pragma omp parallel for schedule(static)
+      HeadGemm<T>(false, true, Tn, Tn, hd, scale, q, S, k, S, T(0), p, Tn);
       for (int64_t t = 0; t < Tn; ++t) CausalSoftmaxRow(p + t * Tn, t, Tn);
-      Gemm<T>(false, false, Tn, hd, Tn, T(1), p, Tn, v, S, T(0), out + b * Tn * QD + h * hd, QD);
+      HeadGemm<T>(false, false, Tn, hd, Tn, T(1), p, Tn, v, S, T(0), out + b * Tn * QD + h * hd, QD);
     }
 }
 
@@ -296,32 +306,36 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int6
   const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
   const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
   std::memset(dqkv, 0, sizeof(T) * B * Tn * S);
-  std::vector<T> ds(Tn * Tn);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t kh = h / group, row0 = b * Tn * S;
-      const T* q = qkv + row0 + h * hd;
-      const T* k = qkv + row0 + QD + kh * hd;
-      const T* v = qkv + row0 + QD + KD + kh * hd;
-      T* dq = dqkv + row0 + h * hd;
-      T* dk = dqkv + row0 + QD + kh * hd;
-      T* dv = dqkv + row0 + QD + KD + kh * hd;
-      const T* p = att + (b * Hq + h) * Tn * Tn;
-      const T* dy = dout + b * Tn * QD + h * hd;
-      Gemm<T>(false, true, Tn, Tn, hd, T(1), dy, QD, v, S, T(0), ds.data(), Tn);  // dP
-      Gemm<T>(true, false, Tn, hd, Tn, T(1), p, Tn, dy, QD, T(1), dv, S);        // dV += P^T dO
-#pragma omp parallel for schedule(static)
-      for (int64_t t = 0; t < Tn; ++t) {
-        const T* pr = p + t * Tn;
-        T* d = ds.data() + t * Tn;
-        T sum = 0;
-        for (int64_t t2 = 0; t2 <= t; ++t2) sum += pr[t2] * d[t2];
-        for (int64_t t2 = 0; t2 <= t; ++t2) d[t2] = pr[t2] * (d[t2] - sum) * scale;
-        for (int64_t t2 = t + 1; t2 < Tn; ++t2) d[t2] = 0;
-      }
-      Gemm<T>(false, false, Tn, hd, Tn, T(1), ds.data(), Tn, k, S, T(1), dq, S);  // dQ = dS K
-      Gemm<T>(true, false, Tn, hd, Tn, T(1), ds.data(), Tn, q, S, T(1), dk, S);   // dK += dS^T Q
-    }
+#pragma omp parallel
+  {
+    std::vector<T> ds(Tn * Tn);
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t kh = 0; kh < Hkv; ++kh)
+        for (int64_t h = kh * group; h < (kh + 1) * group; ++h) {
+          const int64_t row0 = b * Tn * S;
+          const T* q = qkv + row0 + h * hd;
+          const T* k = qkv + row0 + QD + kh * hd;
+          const T* v = qkv + row0 + QD + KD + kh * hd;
+          T* dq = dqkv + row0 + h * hd;
+          T* dk = dqkv + row0 + QD + kh * hd;
+          T* dv = dqkv + row0 + QD + KD + kh * hd;
+          const T* p = att + (b * Hq + h) * Tn * Tn;
+          const T* dy = dout + b * Tn * QD + h * hd;
+          HeadGemm<T>(false, true, Tn, Tn, hd, T(1), dy, QD, v, S, T(0), ds.data(), Tn);  // dP
+          HeadGemm<T>(true, false, Tn, hd, Tn, T(1), p, Tn, dy, QD, T(1), dv, S);        // dV += P^T dO
+          for (int64_t t = 0; t < Tn; ++t) {
+            const T* pr = p + t * Tn;
+            T* d = ds.data() + t * Tn;
+            T sum = 0;
+            for (int64_t t2 = 0; t2 <= t; ++t2) sum += pr[t2] * d[t2];
+            for (int64_t t2 = 0; t2 <= t; ++t2) d[t2] = pr[t2] * (d[t2] - sum) * scale;
+            for (int64_t t2 = t + 1; t2 < Tn; ++t2) d[t2] = 0;
+          }
+          HeadGemm<T>(false, false, Tn, hd, Tn, T(1), ds.data(), Tn, k, S, T(1), dq, S);  // dQ = dS K
+          HeadGemm<T>(true, false, Tn, hd, Tn, T(1), ds.data(), Tn, q, S, T(1), dk, S);   // dK += dS^T Q
+        }
+  }
 }
 
 // ---------------------------------------------------------------- SwiGLU / GELU / residual
