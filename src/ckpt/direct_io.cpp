@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,11 +15,6 @@ namespace elastrain::ckpt {
 
 namespace {
 std::string Errno() { return std::strerror(errno); }
-
-bool HasDirectIo(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  return flags >= 0 && (flags & O_DIRECT) != 0;
-}
 
 void DisableDirectIo(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
@@ -33,6 +29,11 @@ char* ReadStaging() {
   return buf.get();
 }
 }  // namespace
+
+bool HasDirectIo(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_DIRECT) != 0;
+}
 
 void AlignedFree::operator()(char* p) const { std::free(p); }
 
@@ -53,9 +54,22 @@ Result<int64_t> WriteBlockAt(int fd, char* buf, int64_t n, int64_t offset, const
     size = RoundUpToIoAlign(n);
     std::memset(buf + n, 0, static_cast<size_t>(size - n));
   }
+  ELASTRAIN_RETURN_IF_ERROR(WriteAlignedAt(fd, buf, size, nullptr, 0, offset, path));
+  return size;
+}
+
+Status WriteAlignedAt(int fd, const char* head, int64_t head_n, const char* buf, int64_t n, int64_t offset,
+                      const std::string& path) {
+  const int64_t size = head_n + n;
   int64_t done = 0;
   while (done < size) {
-    const ssize_t w = ::pwrite(fd, buf + done, static_cast<size_t>(size - done), offset + done);
+    // What is left of head, then of buf.
+    iovec iov[2];
+    int count = 0;
+    if (done < head_n) iov[count++] = {const_cast<char*>(head + done), static_cast<size_t>(head_n - done)};
+    const int64_t in_buf = std::max<int64_t>(done - head_n, 0);
+    if (n > in_buf) iov[count++] = {const_cast<char*>(buf + in_buf), static_cast<size_t>(n - in_buf)};
+    const ssize_t w = ::pwritev(fd, iov, count, offset + done);
     if (w < 0 && errno == EINTR) continue;
     if (w < 0 && errno == EINVAL && HasDirectIo(fd)) {
       // The file system takes O_DIRECT at open but not this write: the page cache then.
@@ -67,7 +81,7 @@ Result<int64_t> WriteBlockAt(int fd, char* buf, int64_t n, int64_t offset, const
                                          offset + done, w < 0 ? Errno() : "nothing written"));
     done += w;
   }
-  return size;
+  return Status::OK();
 }
 
 Status ReadRangeInto(int fd, int64_t offset, int64_t n, char* dst, const std::string& path,

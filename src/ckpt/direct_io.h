@@ -37,8 +37,9 @@ using AlignedBuffer = std::unique_ptr<char[], AlignedFree>;
 AlignedBuffer AllocateAligned(int64_t bytes);
 
 // Turns on O_DIRECT for `fd` if its file system takes it; false if not (the fd is
-// unchanged and works as before).
+// unchanged and works as before). HasDirectIo: whether it is on.
 bool TryEnableDirectIo(int fd);
+bool HasDirectIo(int fd);
 
 // Writes buf[0, n) at `offset`. With O_DIRECT on `fd`, `offset` must be aligned and the
 // write is padded with zeros up to RoundUpToIoAlign(n) (buf must have that room; the
@@ -47,6 +48,12 @@ bool TryEnableDirectIo(int fd);
 // the page cache. Returns the bytes written (n or its padded size); IOError naming
 // `path` otherwise (ENOSPC included).
 Result<int64_t> WriteBlockAt(int fd, char* buf, int64_t n, int64_t offset, const std::string& path);
+
+// Writes head[0, head_n) then buf[0, n) at `offset` in one call (pwritev), without a
+// copy: for data already in aligned memory. Every address, size and the offset must be
+// aligned to kIoAlign (head_n may be 0). Falls back as WriteBlockAt does.
+Status WriteAlignedAt(int fd, const char* head, int64_t head_n, const char* buf, int64_t n, int64_t offset,
+                      const std::string& path);
 
 // Reads bytes [offset, offset + n) of `fd` into dst[0, n), calling `filled(p, len)` on
 // each part of dst as soon as it holds its data (in order, at most kIoBlockBytes each:

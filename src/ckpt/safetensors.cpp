@@ -235,7 +235,26 @@ Status SafetensorsWriter::Put(const char* src, int64_t n, XXH3_state_s* hash) {
   // Hashed in slices that are still in the L2 cache from their copy.
   constexpr int64_t kSlice = int64_t{256} << 10;
   while (n > 0) {
-    const int64_t len = std::min({n, kIoBlockBytes - used_, kSlice});
+    // Data whose address is aligned as its place in the file is (the trainer's snapshot
+    // lays the pieces out so) goes to the disk from where it is, with no copy: from the
+    // next aligned byte on, after what is staged in the block. The few bytes up to that
+    // byte are copied into the block, and both go in one write.
+    const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(src) % kIoAlign);
+    const bool congruent = misaligned == used_ % kIoAlign;
+    if (hash != nullptr && congruent && misaligned == 0 && n >= kIoAlign && HasDirectIo(fd_)) {
+      const int64_t len = std::min(kIoBlockBytes, n / kIoAlign * kIoAlign);
+      for (int64_t at = 0; at < len; at += kSlice)
+        XXH3_64bits_update(hash, src + at, static_cast<size_t>(std::min(kSlice, len - at)));
+      ELASTRAIN_RETURN_IF_ERROR(WriteAlignedAt(fd_, block_.get(), used_, src, len, file_bytes_, tmp_));
+      padded_ = false;
+      file_bytes_ += used_ + len;
+      used_ = 0;
+      src += len;
+      n -= len;
+      continue;
+    }
+    int64_t len = std::min({n, kIoBlockBytes - used_, kSlice});
+    if (hash != nullptr && congruent && misaligned != 0) len = std::min(len, kIoAlign - misaligned);
     char* at = block_.get() + used_;
     std::memcpy(at, src, static_cast<size_t>(len));
     if (hash != nullptr) XXH3_64bits_update(hash, at, static_cast<size_t>(len));
