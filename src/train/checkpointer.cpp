@@ -30,6 +30,10 @@ int64_t SnapshotStride(int64_t packed) { return (packed + 1023) / 1024 * 1024; }
 std::string ShardsJson(const std::string& dir, int rank) { return fmt::format("{}/shards-{:05d}.json", dir, rank); }
 }  // namespace
 
+// The pieces saved are at most the shard (less its padding and, on tensor ranks > 0, the
+// replicated tensors).
+size_t CheckpointSnapshotFloats(int64_t shard_size) { return static_cast<size_t>(kKinds * SnapshotStride(shard_size)); }
+
 Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh,
                            MeshCoords coords, TrainState* state, ProcessGroup* world, EventLog* events,
                            std::shared_ptr<FloatBuffer> snapshot)
@@ -52,7 +56,7 @@ Checkpointer::Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank
   }
   // Fault the snapshot's pages in now, during initialisation, not in the first save's stall.
   const size_t want = static_cast<size_t>(kKinds * SnapshotStride(packed_size_));
-  if (snapshot && snapshot->size() == want) snapshot_ = std::move(snapshot);
+  if (snapshot && snapshot->size() >= want) snapshot_ = std::move(snapshot);
   else if (cfg_.enable_checkpointing && writes()) snapshot_ = std::make_shared<FloatBuffer>(want);
 }
 

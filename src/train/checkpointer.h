@@ -43,10 +43,15 @@ struct RestoreResult {
   bool full_state = false;
 };
 
+// Floats that a Checkpointer's snapshot needs at most for a rank whose state has
+// `shard_size` floats per kind: what a buffer prepared ahead of it should hold.
+size_t CheckpointSnapshotFloats(int64_t shard_size);
+
 class Checkpointer {
  public:
   // `snapshot`: a buffer an earlier Checkpointer of this process used (snapshot_buffer()),
-  // reused when its size fits, so that its pages are not faulted in again; may be null.
+  // or one of CheckpointSnapshotFloats, reused when it is large enough, so that its pages
+  // are not faulted in again; may be null.
   Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh, MeshCoords coords,
                TrainState* state, ProcessGroup* world, EventLog* events,
                std::shared_ptr<FloatBuffer> snapshot = nullptr);
