@@ -40,7 +40,9 @@ std::string ShardFileName(StateKind kind, int rank);
 // ---- Writing -----------------------------------------------------------------------
 // Writes one safetensors file at `path` (creating its directory) holding data[i]
 // (pieces[i].size() floats) under key "<tensor>@<flat_begin>" as a 1-D F32 tensor:
-// `path.tmp`, fsync, rename, fsync of the directory. Keys must be unique (a tensor's
+// `path.tmp` (in large aligned blocks, direct I/O where the file system takes it,
+// each piece's checksum computed as it is copied into the block), fdatasync, rename,
+// fsync of the directory. Several may run in parallel (one file each). Keys must be unique (a tensor's
 // pieces in one file must not start at the same flat index). On any error (ENOSPC
 // included) the temp file is removed and the IOError names the file.
 Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, const std::vector<PieceSpec>& pieces,
@@ -91,7 +93,9 @@ Result<std::vector<float>> ReadPiece(const std::string& dir, const PieceRecord& 
 // Fills out[0 .. want.size()) with the values of `want` -- any tensor-parallel slice and
 // flat range of the tensor's local view, typically what a rank of the NEW mesh owns --
 // from the pieces of `kind`. Reads (pread) only pieces that overlap the request, each
-// verified against its checksum; copies run by run (memcpy), so whole tensors are fast.
+// verified against its checksum as it arrives; a piece that lands whole in one run of
+// the request is read straight into `out`, others are copied run by run (memcpy).
+// On error, `out` may hold part of the data (whatever was read before the problem).
 // NotFound if the tensor or kind is absent; Corruption if the pieces leave part of
 // the request uncovered or fail their checksum (naming file and tensor).
 Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind, const PieceSpec& want, float* out);

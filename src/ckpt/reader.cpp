@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
+#include <xxhash.h>
 
 #include "ckpt/checkpoint.h"
+#include "ckpt/direct_io.h"
 #include "ckpt/safetensors.h"
 #include "common/checked_math.h"
 #include "common/files.h"
@@ -33,6 +36,7 @@ class FileCache {
       return Status::NotFound(fmt::format("cannot open shard file for tensor '{}': {}", tensor,
                                           opened.status().message()));
     const int fd = opened->release();
+    TryEnableDirectIo(fd);  // large reads that skip the page cache's copy, where allowed
     fds_[path] = fd;
     return fd;
   }
@@ -41,22 +45,32 @@ class FileCache {
   std::map<std::string, int> fds_;
 };
 
-Status ReadVerified(FileCache& files, const std::string& dir, const PieceRecord& p, std::vector<float>* out) {
+// Reads piece `p` into out[0, p.spec.size()), its checksum computed block by block as
+// the data arrives (one pass), and verified.
+Status ReadVerifiedInto(FileCache& files, const std::string& dir, const PieceRecord& p, float* out) {
   const std::string path = dir + "/" + p.file;
   ELASTRAIN_ASSIGN_OR_RETURN(int fd, files.Open(path, p.spec.tensor));
-  out->resize(static_cast<size_t>(p.spec.size()));
-  Status st = PreadAll(fd, out->data(), out->size() * 4, p.data_offset, path);
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), &XXH3_freeState);
+  if (hash == nullptr) return Status::Internal(fmt::format("{}: cannot allocate a hash state", path));
+  XXH3_64bits_reset_withSeed(hash.get(), 0);  // Hash64's seed
+  Status st = ReadRangeInto(fd, p.data_offset, p.spec.size() * kF32Bytes, reinterpret_cast<char*>(out), path,
+                            [&](const char* data, int64_t len) { XXH3_64bits_update(hash.get(), data, len); });
   if (!st.ok())
     return Status(st.code() == StatusCode::kCorruption
                       ? Status::Corruption(fmt::format("{} (tensor '{}', key '{}')", st.message(), p.spec.tensor, p.key))
                       : st);
-  const uint64_t sum = Hash64(out->data(), out->size() * 4);
+  const uint64_t sum = XXH3_64bits_digest(hash.get());
   if (sum != p.checksum)
     return Status::Corruption(fmt::format("{}: tensor '{}' (key '{}', flat [{}, {})): checksum mismatch: recorded "
                                           "xxh3 {}, data has {}",
                                           path, p.spec.tensor, p.key, p.spec.flat_begin, p.spec.flat_end,
                                           HexU64(p.checksum), HexU64(sum)));
   return Status::OK();
+}
+
+Status ReadVerified(FileCache& files, const std::string& dir, const PieceRecord& p, std::vector<float>* out) {
+  out->resize(static_cast<size_t>(p.spec.size()));
+  return ReadVerifiedInto(files, dir, p, out->data());
 }
 
 // [first, last] global indices of a non-empty piece: a cheap overlap test before runs.
@@ -111,8 +125,14 @@ Status ReadTensorSlice(const Manifest& m, const std::string& dir, StateKind kind
     if (hi < want_lo || lo > want_hi) continue;
     const std::vector<RunCopy> copies = IntersectRuns(GlobalRuns(p.spec), p.spec.flat_begin, want_runs, want.flat_begin);
     if (copies.empty()) continue;
-    ELASTRAIN_RETURN_IF_ERROR(ReadVerified(files, dir, p, &buf));
-    for (const RunCopy& c : copies) std::memcpy(out + c.dst, buf.data() + c.src, static_cast<size_t>(c.n) * 4);
+    if (copies.size() == 1 && copies[0].src == 0 && copies[0].n == p.spec.size()) {
+      // The whole piece lands in one run of the request (the same mesh, or a coarser
+      // one): straight into place, no copy.
+      ELASTRAIN_RETURN_IF_ERROR(ReadVerifiedInto(files, dir, p, out + copies[0].dst));
+    } else {
+      ELASTRAIN_RETURN_IF_ERROR(ReadVerified(files, dir, p, &buf));
+      for (const RunCopy& c : copies) std::memcpy(out + c.dst, buf.data() + c.src, static_cast<size_t>(c.n) * 4);
+    }
     done.insert(done.end(), copies.begin(), copies.end());
   }
   if (!Covers(done, want.size(), [](const RunCopy& c) { return c.dst; }))

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <xxhash.h>
 
 #include "ckpt/fault.h"
 #include "common/checked_math.h"
@@ -27,19 +28,6 @@ namespace {
 constexpr int64_t kMaxHeaderBytes = 1LL << 30;  // a sane bound before allocating
 std::string Errno() { return std::strerror(errno); }
 
-Status WriteAll(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::IOError(fmt::format("{}: write failed ({})", path, Errno()));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::OK();
-}
 }  // namespace
 
 Status PreadAll(int fd, void* buf, size_t n, int64_t offset, const std::string& path) {
@@ -160,9 +148,9 @@ Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path) {
 }
 
 namespace {
-// The header of `entries`: its JSON text, padded with spaces so that the data starts
-// 8-byte aligned (allowed by the format), and each entry's byte offset and size within
-// the data.
+// The header of `entries`: its JSON text, padded with spaces (allowed by the format)
+// so that the data starts kIoAlign-aligned (8 + length), and each entry's byte offset
+// and size within the data.
 Result<std::string> HeaderText(const std::string& path, const std::vector<SafetensorsWriter::Entry>& entries,
                                const std::map<std::string, std::string>& metadata, std::vector<int64_t>* offsets,
                                std::vector<int64_t>* sizes) {
@@ -183,7 +171,7 @@ Result<std::string> HeaderText(const std::string& path, const std::vector<Safete
     offset = next;
   }
   std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
+  text.append(static_cast<size_t>(RoundUpToIoAlign(8 + text.size()) - 8 - text.size()), ' ');
   return text;
 }
 
@@ -213,14 +201,19 @@ Result<std::unique_ptr<SafetensorsWriter>> SafetensorsWriter::Create(
   auto opened = OpenFile(w->tmp_, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
   if (!opened.ok()) return Status::IOError(fmt::format("cannot create: {}", opened.status().message()));
   w->fd_ = opened->release();
-  Status s = WriteAll(w->fd_, &len, 8, w->tmp_);
-  if (s.ok()) s = WriteAll(w->fd_, text.data(), text.size(), w->tmp_);
+  TryEnableDirectIo(w->fd_);  // else the same blocks through the page cache
+  w->block_ = AllocateAligned(kIoBlockBytes);
+  w->hash_ = XXH3_createState();
+  if (w->hash_ == nullptr) return w->Fail(Status::Internal(fmt::format("{}: cannot allocate a hash state", path)));
+  Status s = w->Put(reinterpret_cast<const char*>(&len), 8, nullptr);
+  if (s.ok()) s = w->Put(text.data(), static_cast<int64_t>(text.size()), nullptr);
   if (!s.ok()) return w->Fail(s);
   return w;
 }
 
 SafetensorsWriter::~SafetensorsWriter() {
   if (fd_ >= 0) Fail(Status::OK()).ok();
+  XXH3_freeState(hash_);
 }
 
 Status SafetensorsWriter::Fail(Status st) {
@@ -230,26 +223,81 @@ Status SafetensorsWriter::Fail(Status st) {
   return st;
 }
 
+Status SafetensorsWriter::WriteBlock() {
+  ELASTRAIN_ASSIGN_OR_RETURN(const int64_t wrote, WriteBlockAt(fd_, block_.get(), used_, file_bytes_, tmp_));
+  padded_ = wrote > used_;
+  file_bytes_ += used_;
+  used_ = 0;
+  return Status::OK();
+}
+
+Status SafetensorsWriter::Put(const char* src, int64_t n, XXH3_state_s* hash) {
+  // Hashed in slices that are still in the L2 cache from their copy.
+  constexpr int64_t kSlice = int64_t{256} << 10;
+  while (n > 0) {
+    // Data whose address is aligned as its place in the file is (the trainer's snapshot
+    // lays the pieces out so) goes to the disk from where it is, with no copy: from the
+    // next aligned byte on, after what is staged in the block. The few bytes up to that
+    // byte are copied into the block, and both go in one write.
+    const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(src) % kIoAlign);
+    const bool congruent = misaligned == used_ % kIoAlign;
+    if (hash != nullptr && congruent && misaligned == 0 && n >= kIoAlign && HasDirectIo(fd_)) {
+      const int64_t len = std::min(kIoBlockBytes, n / kIoAlign * kIoAlign);
+      for (int64_t at = 0; at < len; at += kSlice)
+        XXH3_64bits_update(hash, src + at, static_cast<size_t>(std::min(kSlice, len - at)));
+      ELASTRAIN_RETURN_IF_ERROR(WriteAlignedAt(fd_, block_.get(), used_, src, len, file_bytes_, tmp_));
+      padded_ = false;
+      file_bytes_ += used_ + len;
+      used_ = 0;
+      src += len;
+      n -= len;
+      continue;
+    }
+    int64_t len = std::min({n, kIoBlockBytes - used_, kSlice});
+    if (hash != nullptr && congruent && misaligned != 0) len = std::min(len, kIoAlign - misaligned);
+    char* at = block_.get() + used_;
+    std::memcpy(at, src, static_cast<size_t>(len));
+    if (hash != nullptr) XXH3_64bits_update(hash, at, static_cast<size_t>(len));
+    used_ += len;
+    src += len;
+    n -= len;
+    if (used_ == kIoBlockBytes) ELASTRAIN_RETURN_IF_ERROR(WriteBlock());
+  }
+  return Status::OK();
+}
+
 Result<uint64_t> SafetensorsWriter::Append(const float* data, int64_t n) {
   if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{}: writer already finished or failed", path_));
   if (next_ >= sizes_.size() || n < 0 || n > sizes_[next_] / 4 || n * 4 != sizes_[next_])
     return Fail(Status::InvalidArgument(fmt::format("{}: entry {} given {} floats, header says {}", path_, next_, n,
                                                     next_ < sizes_.size() ? sizes_[next_] / 4 : 0)));
-  if (FaultArmed(FaultPoint::kFailWrite, path_))
+  if (FaultArmed(FaultPoint::kFailWrite, path_)) {
+    WriteBlock().ok();  // part of the file on disk, as a full disk leaves it; removed below
     return Fail(Status::IOError(fmt::format("{}: write failed (No space left on device; injected by {}=fail_write)",
                                             tmp_, kFaultEnv)));
-  Status ws = WriteAll(fd_, data, static_cast<size_t>(n) * 4, tmp_);
+  }
+  XXH3_64bits_reset_withSeed(hash_, 0);  // Hash64's seed
+  Status ws = Put(reinterpret_cast<const char*>(data), n * 4, hash_);
   if (!ws.ok()) return Fail(ws);
   ++next_;
   written_ += n * 4;
-  return Hash64(data, static_cast<size_t>(n) * 4);
+  return XXH3_64bits_digest(hash_);
 }
 
 Result<int64_t> SafetensorsWriter::Finish() {
   if (fd_ < 0) return Status::FailedPrecondition(fmt::format("{}: writer already finished or failed", path_));
   if (next_ != sizes_.size())
     return Fail(Status::Internal(fmt::format("{}: {} of {} entries written", path_, next_, sizes_.size())));
-  if (::fsync(fd_) != 0) return Fail(Status::IOError(fmt::format("{}: fsync failed ({})", tmp_, Errno())));
+  if (used_ > 0) {
+    Status ws = WriteBlock();
+    if (!ws.ok()) return Fail(ws);
+  }
+  const int64_t size = data_start_ + written_;
+  // A direct write ends on a block boundary: cut the zeros past the true end.
+  if (padded_ && ::ftruncate(fd_, size) != 0)
+    return Fail(Status::IOError(fmt::format("{}: truncate to {} bytes failed ({})", tmp_, size, Errno())));
+  // The data and the size reach the disk before the rename makes the file visible.
+  if (::fdatasync(fd_) != 0) return Fail(Status::IOError(fmt::format("{}: fdatasync failed ({})", tmp_, Errno())));
   if (::close(fd_) != 0) {
     fd_ = -1;
     ::unlink(tmp_.c_str());
@@ -262,7 +310,7 @@ Result<int64_t> SafetensorsWriter::Finish() {
     return st;
   }
   ELASTRAIN_RETURN_IF_ERROR(FsyncParentDirectory(path_));
-  return data_start_ + written_;
+  return size;
 }
 
 }  // namespace elastrain::ckpt

@@ -1,6 +1,7 @@
 // The subset of safetensors (https://github.com/huggingface/safetensors) that
-// checkpoints use: F32 tensors only, header padded with spaces to a multiple of 8 so
-// that data is aligned, tensors stored in header order without holes. Internal to
+// checkpoints use: F32 tensors only, header padded with spaces so that the data starts
+// at a multiple of 4096 bytes (aligned for direct I/O, ckpt/direct_io.h), tensors
+// stored in header order without holes. Internal to
 // src/ckpt (and `checkpoint export`); the public API is ckpt/checkpoint.h.
 #pragma once
 
@@ -11,7 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "ckpt/direct_io.h"
 #include "common/status.h"
+
+struct XXH3_state_s;  // <xxhash.h>
 
 namespace elastrain::ckpt {
 
@@ -33,8 +37,11 @@ struct SafetensorsHeader {
 // file, no overlaps). Corruption/NotFound name the file.
 Result<SafetensorsHeader> ReadSafetensorsHeader(const std::string& path);
 
-// Streams a file: Create (header written), one Append per entry in order, Finish.
-// Destroying an unfinished writer removes its temp file. Not thread-safe; one per file.
+// Streams a file: Create (header), one Append per entry in order, Finish. Everything
+// goes through one aligned block buffer written kIoBlockBytes at a time (direct I/O
+// where the file system takes it), each entry's checksum computed on the block while
+// it is copied in, so the data is read once. Destroying an unfinished writer removes
+// its temp file. Not thread-safe; one per file (several may run in parallel).
 class SafetensorsWriter {
  public:
   struct Entry {
@@ -48,9 +55,11 @@ class SafetensorsWriter {
   SafetensorsWriter(const SafetensorsWriter&) = delete;
   SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;
 
-  // The next entry's data (exactly its element count) and its XXH3 checksum.
+  // The next entry's data (exactly its element count) and its XXH3 checksum (of the
+  // bytes as copied into the block that is written).
   Result<uint64_t> Append(const float* data, int64_t n);
-  // fsync, rename onto `path`, fsync the directory; returns the file's size.
+  // Writes the last block, fdatasync, rename onto `path`, fsync of the directory;
+  // returns the file's size.
   Result<int64_t> Finish();
   // Absolute byte offset where entry i's data starts.
   int64_t DataOffset(size_t i) const { return data_start_ + offsets_[i]; }
@@ -58,9 +67,16 @@ class SafetensorsWriter {
  private:
   SafetensorsWriter() = default;
   Status Fail(Status st);  // closes and removes the temp file
+  // Copies bytes into the block buffer (hashing them when `hash`), writing each full block.
+  Status Put(const char* src, int64_t n, XXH3_state_s* hash);
+  Status WriteBlock();  // block_[0, used_) at file_bytes_
   std::string path_, tmp_;
   int fd_ = -1;
-  int64_t data_start_ = 0, written_ = 0;
+  int64_t data_start_ = 0, written_ = 0;  // header bytes; data bytes appended
+  AlignedBuffer block_;
+  int64_t used_ = 0, file_bytes_ = 0;     // bytes in block_; bytes already written out
+  bool padded_ = false;                   // the last write ran past the true size
+  XXH3_state_s* hash_ = nullptr;
   std::vector<int64_t> offsets_, sizes_;  // per entry, bytes
   size_t next_ = 0;
 };

@@ -22,7 +22,7 @@ Status PrepareCarriedState(const TrainConfig& cfg, CarriedState* c) {
     const Mesh one(1, 1, 1);
     c->state = std::make_unique<TrainState>(cfg.model, one, one.Coords(0), RankGroups{});
     if (cfg.enable_checkpointing)
-      c->snapshot = std::make_shared<FloatBuffer>(3 * c->state->shard_size());
+      c->snapshot = std::make_shared<FloatBuffer>(CheckpointSnapshotFloats(c->state->shard_size()));
   }
   c->step = -1;
   return Status::OK();

@@ -43,10 +43,15 @@ struct RestoreResult {
   bool full_state = false;
 };
 
+// Floats that a Checkpointer's snapshot needs at most for a rank whose state has
+// `shard_size` floats per kind: what a buffer prepared ahead of it should hold.
+size_t CheckpointSnapshotFloats(int64_t shard_size);
+
 class Checkpointer {
  public:
   // `snapshot`: a buffer an earlier Checkpointer of this process used (snapshot_buffer()),
-  // reused when its size fits, so that its pages are not faulted in again; may be null.
+  // or one of CheckpointSnapshotFloats, reused when it is large enough, so that its pages
+  // are not faulted in again; may be null.
   Checkpointer(const TrainConfig& cfg, std::string run_dir, int rank, const Mesh& mesh, MeshCoords coords,
                TrainState* state, ProcessGroup* world, EventLog* events,
                std::shared_ptr<FloatBuffer> snapshot = nullptr);
@@ -129,7 +134,16 @@ class Checkpointer {
   std::condition_variable copy_cv_;
   bool copy_done_ = true;  // GUARDED_BY(copy_mu_): the snapshot holds the state of the save
   // The snapshot copy, in chunks that the writer thread and the trainer's threads share.
+  // The snapshot holds, per kind, the pieces this rank writes back to back in file order
+  // (a shard's padding left out), each kind's part page-aligned: the shard files' data,
+  // which the writer hands to the disk without another copy.
   void CopyChunks();
+  struct CopyRun {
+    int64_t src = 0, dst = 0, n = 0;  // floats: shard offset, offset in the kind's part, count
+  };
+  std::vector<CopyRun> copy_runs_;  // the pieces saved, cut to chunks; set by the constructor
+  std::vector<int64_t> packed_offsets_;  // each saved piece's offset in a kind's part
+  int64_t packed_size_ = 0;              // floats of one kind's part
   std::atomic<int64_t> copy_next_{0};
   int64_t copy_finished_ = 0;  // GUARDED_BY(copy_mu_)
   int64_t copy_total_ = 0, copy_chunks_per_kind_ = 0;
