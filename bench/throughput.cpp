@@ -338,9 +338,9 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
 // ---------------------------------------------------------------- memory bandwidth
 // The update's memory-bound kernels over a preset's parameter count, against a
 // STREAM-style triad (a = b + s*c) over buffers of the same size measured in the same
-// run. Bytes are the kernels' own traffic (STREAM's convention: each array read or
-// written once counts once): zero 4n, norm 4n, AdamW 28n (reads p, g, m, v; writes
-// p, m, v). Best of 5, as the non-GEMM kernels.
+// run, its write-allocate traffic counted (16 bytes per element). Bytes are the
+// kernels' own traffic: zero 4n, norm 4n, AdamW 28n (reads p, g, m, v; writes p, m, v,
+// lines it has read). Best of 5, as the non-GEMM kernels.
 json MeasureUpdateBandwidth(const std::string& preset) {
   const int64_t n = ModelPreset(preset).value().NumParams();
   std::vector<float> a(n, 1.f), b(n, 2.f), c(n, 0.5f), d(n, 0.01f);  // also p, g, m, v below
@@ -361,7 +361,9 @@ json MeasureUpdateBandwidth(const std::string& preset) {
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < n; ++i) x[i] = y[i] + 0.5f * z[i];
   });
-  const double bw = 12.0 * n / triad;
+  // 16 bytes per element: b and c read, a read for ownership (write-allocate) and written
+  // back. STREAM counts 12; the hardware moves 16 (AdamW writes only lines it has read).
+  const double bw = 16.0 * n / triad;
   float* p = a.data();
   float* g = b.data();
   float* m = c.data();
