@@ -8,7 +8,9 @@
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
 source "$SRC/tests/cluster/job_lib.sh"
-STEPS=220
+# Enough steps that the control below (a kill after the heal) lands long before the end:
+# `tiny` runs ~20 steps/s here, and the cut alone lasts 3 leases.
+STEPS=600
 net_setup store head h1 h2
 host_etcd store
 start_head head
@@ -37,6 +39,8 @@ wait_until 60 head_answers &&
 # Control: a worker killed after the heal is noticed and the job goes on in a new generation.
 victim=$(worker_pid h1)
 gen1=$(field generation)
+at_kill=$(run_step)
+[ "${at_kill:-0}" -lt "$((STEPS - 100))" ] || fail "the job is nearly over (step $at_kill of $STEPS): the control below proves nothing"
 [ -n "$victim" ] && kill -9 "$victim"
 newer() { local g; g=$(field generation); [ -n "$g" ] && [ "$g" -gt "$gen1" ]; }
 wait_until 60 newer && pass "a worker killed after the heal (pid $victim): generation $gen1 -> $(field generation)" ||
