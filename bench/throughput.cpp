@@ -336,6 +336,21 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
 }
 
 // ---------------------------------------------------------------- memory bandwidth
+// fn's best time of 5 runs after a warm-up: a parallel region whose thread is preempted
+// by another process waits a whole scheduler time slice, so on a shared machine the
+// minimum is the stable figure.
+template <typename F>
+double BestOf5(F&& fn) {
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = Clock::now();
+    fn();
+    best = std::min(best, Now(t0));
+  }
+  return best;
+}
+
 // The update's memory-bound kernels over a preset's parameter count, against a
 // STREAM-style triad (a = b + s*c) over buffers of the same size measured in the same
 // run, its write-allocate traffic counted (16 bytes per element). Bytes are the
@@ -344,17 +359,7 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
 json MeasureUpdateBandwidth(const std::string& preset) {
   const int64_t n = ModelPreset(preset).value().NumParams();
   std::vector<float> a(n, 1.f), b(n, 2.f), c(n, 0.5f), d(n, 0.01f);  // also p, g, m, v below
-  auto time = [](auto&& fn) {
-    fn();
-    double best = 1e30;
-    for (int i = 0; i < 5; ++i) {
-      auto t0 = Clock::now();
-      fn();
-      best = std::min(best, Now(t0));
-    }
-    return best;
-  };
-  const double triad = time([&] {
+  const double triad = BestOf5([&] {
     float* __restrict x = a.data();
     const float* __restrict y = b.data();
     const float* __restrict z = c.data();
@@ -369,10 +374,10 @@ json MeasureUpdateBandwidth(const std::string& preset) {
   float* m = c.data();
   float* v = d.data();
   int64_t step = 0;
-  const double zero = time([&] { ZeroGrads(g, n); });
+  const double zero = BestOf5([&] { ZeroGrads(g, n); });
   std::fill(b.begin(), b.end(), 0.01f);
-  const double norm = time([&] { (void)GradNorm(g, n); });
-  const double adamw = time([&] { AdamWUpdateSpan(p, g, m, v, n, ++step, 1e-4, true, AdamWOptions{}, 0.5f); });
+  const double norm = BestOf5([&] { (void)GradNorm(g, n); });
+  const double adamw = BestOf5([&] { AdamWUpdateSpan(p, g, m, v, n, ++step, 1e-4, true, AdamWOptions{}, 0.5f); });
   auto row = [&](const char* what, double sec, double bytes) {
     return json{{"kernel", what}, {"ms", sec * 1e3}, {"gb_per_s", bytes / sec / 1e9}, {"of_triad", bytes / sec / bw}};
   };
@@ -407,18 +412,6 @@ json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
   auto up = buf(N * U), h = buf(N * F), dup = buf(N * U), logits = buf(N * V), losses = buf(N), dw = buf(C);
   std::vector<int32_t> tgt(N);
   for (auto& t : tgt) t = static_cast<int32_t>(rng() % V);
-  // Best of 5: a parallel region whose thread is preempted by another process waits a
-  // whole scheduler time slice, so on a shared machine the minimum is the stable figure.
-  auto time = [](auto&& fn) {
-    fn();
-    double best = 1e30;
-    for (int i = 0; i < 5; ++i) {
-      auto t0 = Clock::now();
-      fn();
-      best = std::min(best, Now(t0));
-    }
-    return best;
-  };
   namespace k = kernels;
   struct Row {
     const char* name;
@@ -427,40 +420,40 @@ json MeasureKernels(const std::string& preset, int64_t B, int64_t T) {
   };
   std::vector<Row> rows;
   if (llama) {
-    rows.push_back({"rmsnorm fwd+bwd", 2.0 * L + 1, time([&] {
+    rows.push_back({"rmsnorm fwd+bwd", 2.0 * L + 1, BestOf5([&] {
                       k::rmsnorm_forward(y.data(), st1.data(), x.data(), w.data(), N, C, 1e-5);
                       k::rmsnorm_backward(dx.data(), dw.data(), y.data(), x.data(), w.data(), st1.data(), N, C);
                     })});
-    rows.push_back({"rope fwd+bwd", double(L), time([&] {
+    rows.push_back({"rope fwd+bwd", double(L), BestOf5([&] {
                       std::vector<float> cs(T * hd);
                       k::rope_table(cs.data(), T, hd, 1e4);
                       k::rope_forward(qkv.data(), cs.data(), B, T, H, Hkv, hd);
                       k::rope_backward(qkv.data(), cs.data(), B, T, H, Hkv, hd);
                     })});
-    rows.push_back({"swiglu fwd+bwd", double(L), time([&] {
+    rows.push_back({"swiglu fwd+bwd", double(L), BestOf5([&] {
                       k::swiglu_forward(h.data(), up.data(), N, F);
                       k::swiglu_backward(dup.data(), h.data(), up.data(), N, F);
                     })});
   } else {
-    rows.push_back({"layernorm fwd+bwd", 2.0 * L + 1, time([&] {
+    rows.push_back({"layernorm fwd+bwd", 2.0 * L + 1, BestOf5([&] {
                       k::layernorm_forward(y.data(), st1.data(), st2.data(), x.data(), w.data(), bvec.data(), N, C,
                                            1e-5);
                       k::layernorm_backward(dx.data(), dw.data(), bvec.data(), y.data(), x.data(), w.data(),
                                             st1.data(), st2.data(), N, C);
                     })});
-    rows.push_back({"gelu fwd+bwd", double(L), time([&] {
+    rows.push_back({"gelu fwd+bwd", double(L), BestOf5([&] {
                       k::gelu_forward(h.data(), up.data(), N * F);
                       k::gelu_backward(dup.data(), up.data(), h.data(), N * F);
                     })});
   }
-  rows.push_back({"attention fwd", double(L), time([&] {
+  rows.push_back({"attention fwd", double(L), BestOf5([&] {
                     k::attention_forward(atty.data(), att.data(), qkv.data(), B, T, H, Hkv, hd);
                   })});
-  rows.push_back({"attention bwd", double(L), time([&] {
+  rows.push_back({"attention bwd", double(L), BestOf5([&] {
                     k::attention_backward(dqkv.data(), atty.data(), qkv.data(), att.data(), B, T, H, Hkv, hd);
                   })});
-  rows.push_back({"residual add", 2.0 * L, time([&] { k::residual_forward(y.data(), x.data(), dx.data(), N * C); })});
-  rows.push_back({"crossentropy fwd+bwd", 1.0, time([&] {
+  rows.push_back({"residual add", 2.0 * L, BestOf5([&] { k::residual_forward(y.data(), x.data(), dx.data(), N * C); })});
+  rows.push_back({"crossentropy fwd+bwd", 1.0, BestOf5([&] {
                     // in place, as in the model; later repetitions see other values, at the same cost
                     k::crossentropy_forward_backward(losses.data(), logits.data(), logits.data(), tgt.data(), N, V,
                                                      1.f / N);
