@@ -30,7 +30,6 @@ Result<GemmBackend> ParseGemmBackend(const std::string& s) {
 void SetGemmBackend(GemmBackend b) { g_backend = b; }
 GemmBackend GetGemmBackend() { return g_backend; }
 void SetGemmDtype(ComputeDtype d) { g_dtype = d; }
-ComputeDtype GetGemmDtype() { return g_dtype; }
 
 void SetComputeThreads(int n) {
   if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
