@@ -5,7 +5,10 @@
 //                    [--sgemm-seconds=0.4] [--step-budget=6] [--misdetected-steps]
 //                    [--dtypes=float32,bfloat16]
 //
-// 1. SGEMM ceiling: oneDNN and OpenBLAS sgemm, square and model-shaped, in GFLOP/s.
+// 1. SGEMM ceiling: oneDNN and OpenBLAS sgemm, square and model-shaped, in GFLOP/s;
+//    the NT shapes also through oneDNN's matmul primitive ("onednn matmul"), which the
+//    model uses for its linear layers' forward (kernels/gemm.cpp): the ceiling is the
+//    best square of any of them.
 //    OpenBLAS picks its kernels when the library loads, from OPENBLAS_CORETYPE or its
 //    own CPU detection, so the other setting is measured in a child process: this
 //    program re-executes itself with OPENBLAS_CORETYPE=SkylakeX set (or unset, when
@@ -14,7 +17,7 @@
 //    preset, sequence length and GEMM backend: ms/step, tokens/s, model GFLOP/s
 //    (model/flops.h) and its fraction of the ceiling, and where the time goes. With
 //    --dtypes=float32,bfloat16 the oneDNN rows are also run with bf16 GEMMs (dtype,
-//    kernels/gemm_bf16.h), labelled "onednn bf16".
+//    kernels/gemm_matmul.h), labelled "onednn bf16".
 // 3. The update's memory-bound kernels (zero, norm, AdamW with clipping) as a share of a
 //    STREAM-style triad bandwidth measured in the same run.
 // 4. Reference figures from the issue, printed beside ours.
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "kernels/gemm.h"
+#include "kernels/gemm_matmul.h"
 #include "kernels/ops.h"
 #include "kernels/profile.h"
 #include "model/flops.h"
@@ -172,12 +176,16 @@ std::vector<GemmShape> SgemmShapes(const Options& o) {
   return s;
 }
 
-// One library's sgemm on row-major data, timed for about `seconds`.
-double TimeSgemm(bool onednn, const GemmShape& g, double seconds) {
+// One library's float GEMM on row-major data, timed for about `seconds`: "onednn"
+// (dnnl_sgemm), "onednn matmul" (the matmul primitive) or OpenBLAS.
+double TimeSgemm(const std::string& lib, const GemmShape& g, double seconds) {
   const int64_t lda = g.ta ? g.M : g.K, ldb = g.tb ? g.K : g.N;
   std::vector<float> a(g.M * g.K, 0.5f), b(g.K * g.N, 0.25f), c(g.M * g.N, 0.f);
+  const bool onednn = lib == "onednn", matmul = lib == "onednn matmul";
   auto call = [&] {
-    if (onednn) {
+    if (matmul) {
+      (void)GemmMatmulF32(g.ta, g.tb, g.M, g.N, g.K, 1.f, a.data(), lda, b.data(), ldb, 0.f, c.data(), g.N);
+    } else if (onednn) {
       (void)dnnl_sgemm(g.ta ? 'T' : 'N', g.tb ? 'T' : 'N', g.M, g.N, g.K, 1.f, a.data(), lda, b.data(), ldb, 0.f,
                        c.data(), g.N);
     } else {
@@ -200,16 +208,17 @@ json MeasureSgemm(const Options& o, const std::vector<std::string>& libs) {
   json out = json::array();
   for (const GemmShape& g : SgemmShapes(o))
     for (const std::string& lib : libs) {
-      const bool onednn = lib == "onednn";
+      if (lib == "onednn matmul" && (g.ta || !g.tb)) continue;  // the model uses it for NT only
+      const bool openblas = lib == "openblas";
       double gflops = 0, busy = 1e9;
       for (int attempt = 0; attempt <= kMaxRetries && busy > kBusyThreshold; ++attempt) {
         CpuMeter meter;
-        const double gf = TimeSgemm(onednn, g, o.sgemm_seconds);
+        const double gf = TimeSgemm(lib, g, o.sgemm_seconds);
         const double b = meter.OtherCpus();
         if (b < busy) std::tie(gflops, busy) = std::pair(gf, b);
       }
-      out.push_back({{"lib", onednn ? "onednn" : OpenBlasLabel()},
-                     {"coretype_env", onednn ? "" : CoretypeEnv()},
+      out.push_back({{"lib", openblas ? OpenBlasLabel() : lib},
+                     {"coretype_env", openblas ? CoretypeEnv() : ""},
                      {"what", g.what},
                      {"op", fmt::format("{}{}", g.ta ? 'T' : 'N', g.tb ? 'T' : 'N')},
                      {"M", g.M},
@@ -232,7 +241,8 @@ json MeasureSteps(const Options& o, const std::string& backend, const std::strin
                   ComputeDtype dtype = ComputeDtype::kFloat32) {
   // This VM's speed drifts by 10-20% over minutes (other tenants of the host): the
   // ceiling measured again just before the steps shows how far it moved since.
-  const double ceiling_now = TimeSgemm(true, {"square", false, true, 2048, 2048, 2048}, 0.3);
+  const GemmShape square{"square", false, true, 2048, 2048, 2048};
+  const double ceiling_now = std::max(TimeSgemm("onednn", square, 0.3), TimeSgemm("onednn matmul", square, 0.3));
   ModelConfig cfg = ModelPreset(preset).value();
   SetGemmBackend(ParseGemmBackend(backend).value());
   SetGemmDtype(dtype);
@@ -531,7 +541,7 @@ void PrintReport(const json& r) {
                "other: the rest of ForwardBackward (non-GEMM kernels, bias loops, memsets);\n"
                "z+clip: zeroing the gradients and ClipGradNorm; adamw: AdamWUpdate. Medians of each part.\n"
                "busy: CPUs kept busy by OTHER processes meanwhile (of {}); above ~0.1 the row is too low.\n"
-               "ceil: oneDNN square-2048 GFLOP/s measured just before the row: how far the machine drifted.\n",
+               "ceil: oneDNN square-2048 GFLOP/s (best of sgemm and matmul) just before the row: how far the machine drifted.\n",
                r["cpus"].get<int>());
     for (const auto& s : r["steps"]) {
       if (s["preset"] != "gpt2-124m" || s["backend"] != "onednn") continue;
@@ -662,7 +672,10 @@ int main(int argc, char** argv) {
   }
 
   std::vector<std::string> libs;
-  for (auto& b : o.backends) libs.push_back(b);
+  for (auto& b : o.backends) {
+    libs.push_back(b);
+    if (b == "onednn") libs.push_back("onednn matmul");
+  }
   r["sgemm"] = MeasureSgemm(o, libs);
   r["steps"] = json::array();
   // Training steps on OpenBLAS run where it is tuned: in this process when the

@@ -107,7 +107,7 @@ struct TrainConfig {
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
   GemmBackend gemm_backend = GemmBackend::kOneDnn;  // onednn | openblas
-  ComputeDtype dtype = ComputeDtype::kFloat32;      // float32 | bfloat16: the GEMMs' operands (kernels/gemm_bf16.h)
+  ComputeDtype dtype = ComputeDtype::kFloat32;      // float32 | bfloat16: the GEMMs' operands (kernels/gemm_matmul.h)
   WeightDtype weight_dtype = WeightDtype::kFloat32;  // float32 only: master weights and AdamW state
   double hardware_peak_tflops = 0;           // for MFU; 0: measure the SGEMM ceiling at start
   std::string final_params_path;             // non-empty: write the final parameters (raw fp32, global layout)

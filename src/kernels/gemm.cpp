@@ -12,7 +12,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_matmul.h"
 #include "kernels/profile.h"
 
 namespace elastrain {
@@ -52,6 +52,15 @@ void Sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
               lda, B, ldb, beta, C, ldc);
 }
+
+// A linear layer's forward, x W^T with W stored (out, in): oneDNN's matmul primitive ran
+// these 1.1-1.6x faster than dnnl_sgemm here (the MLP's down projection most), and
+// never more than 5% slower; sgemm stayed ahead for NN and TN, and for the output head's
+// (N = vocabulary) forward (docs/performance.md).
+constexpr int64_t kMatmulMaxN = 8192;
+bool UseMatmulF32(bool ta, bool tb, int64_t N) {
+  return g_backend == GemmBackend::kOneDnn && !ta && tb && N <= kMatmulMaxN;
+}
 }  // namespace
 
 template <>
@@ -60,6 +69,7 @@ void Gemm<float>(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
   if (M == 0 || N == 0) return;
   profile::GemmTimer timer(ta, tb, M, N, K);  // no-op unless profile::SetEnabled(true)
   if (g_dtype == ComputeDtype::kBfloat16 && GemmBf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+  if (UseMatmulF32(ta, tb, N) && GemmMatmulF32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
   Sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

@@ -20,7 +20,7 @@ Result<GemmBackend> ParseGemmBackend(const std::string& s);
 void SetGemmBackend(GemmBackend b);
 GemmBackend GetGemmBackend();
 // The type float GEMMs compute in (dtype): bfloat16 goes through oneDNN whatever the
-// backend (kernels/gemm_bf16.h), falling back to float32 where oneDNN cannot.
+// backend (kernels/gemm_matmul.h), falling back to float32 where oneDNN cannot.
 void SetGemmDtype(ComputeDtype d);
 // Threads for BLAS and for the OpenMP loops of the kernels; 0 = all cores.
 void SetComputeThreads(int n);

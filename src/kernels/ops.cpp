@@ -14,6 +14,16 @@
 namespace elastrain::kernels {
 
 namespace {
+// exp for the kernels: the vectorisable ExpF for float (kernels/vec_math.h), libm for
+// the double kernels of the gradient checks.
+template <typename T>
+inline T Exp(T x) {
+  if constexpr (std::is_same_v<T, float>) return ExpF(x);
+  else return std::exp(x);
+}
+}  // namespace
+
+namespace {
 // Splits [0,n) into omp_get_num_threads() contiguous blocks; returns this thread's.
 inline void ThreadBlock(int64_t n, int64_t* begin, int64_t* end) {
   int64_t nt = omp_get_num_threads(), id = omp_get_thread_num();
@@ -261,6 +271,7 @@ void HeadGemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, T alpha, const 
 template <typename T>
 void CausalSoftmaxRow(T* p, int64_t t, int64_t Tn) {
   T mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
   for (int64_t t2 = 0; t2 <= t; ++t2) mx = std::max(mx, p[t2]);
   T sum = 0;
   if constexpr (std::is_same_v<T, float>) {
@@ -276,6 +287,7 @@ void CausalSoftmaxRow(T* p, int64_t t, int64_t Tn) {
     }
   }
   const T inv = T(1) / sum;
+#pragma omp simd
   for (int64_t t2 = 0; t2 <= t; ++t2) p[t2] *= inv;
   for (int64_t t2 = t + 1; t2 < Tn; ++t2) p[t2] = 0;
 }
@@ -328,7 +340,9 @@ void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int6
             const T* pr = p + t * Tn;
             T* d = ds.data() + t * Tn;
             T sum = 0;
+#pragma omp simd reduction(+ : sum)
             for (int64_t t2 = 0; t2 <= t; ++t2) sum += pr[t2] * d[t2];
+#pragma omp simd
             for (int64_t t2 = 0; t2 <= t; ++t2) d[t2] = pr[t2] * (d[t2] - sum) * scale;
             for (int64_t t2 = t + 1; t2 < Tn; ++t2) d[t2] = 0;
           }
@@ -346,8 +360,9 @@ void swiglu_forward(T* out, const T* gu, int64_t N, int64_t F) {
     const T* g = gu + n * 2 * F;
     const T* u = g + F;
     T* o = out + n * F;
+#pragma omp simd
     for (int64_t j = 0; j < F; ++j) {
-      T sig = T(1) / (T(1) + std::exp(-g[j]));
+      T sig = T(1) / (T(1) + Exp(-g[j]));
       o[j] = g[j] * sig * u[j];
     }
   }
@@ -362,8 +377,9 @@ void swiglu_backward(T* dgu, const T* dout, const T* gu, int64_t N, int64_t F) {
     const T* dy = dout + n * F;
     T* dg = dgu + n * 2 * F;
     T* du = dg + F;
+#pragma omp simd
     for (int64_t j = 0; j < F; ++j) {
-      T sig = T(1) / (T(1) + std::exp(-g[j]));
+      T sig = T(1) / (T(1) + Exp(-g[j]));
       T silu = g[j] * sig;
       du[j] = dy[j] * silu;
       dg[j] = dy[j] * u[j] * sig * (T(1) + g[j] * (T(1) - sig));

@@ -27,7 +27,7 @@
 #include "kernels/gemm.h"
 #include "model/flops.h"
 #include "train/mfu_peak.h"
-#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_matmul.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {

@@ -1,4 +1,9 @@
-// Float GEMMs computed in bfloat16 (MaxText's dtype=bfloat16, weight_dtype=float32):
+// GEMMs through oneDNN's matmul primitive (brgemm kernels) rather than its sgemm.
+//
+// GemmMatmulF32: float32 as it is, for the shapes where the primitive beats dnnl_sgemm
+// (kernels/gemm.cpp picks them; docs/performance.md has the measurements).
+//
+// GemmBf16: float GEMMs computed in bfloat16 (MaxText's dtype=bfloat16, weight_dtype=float32):
 // both operands are rounded to bfloat16 (round to nearest even) into scratch buffers of
 // the calling thread, oneDNN's matmul primitive multiplies them with float32
 // accumulation, and C stays float32. The caller's arrays (master weights, activations,
@@ -18,6 +23,11 @@ namespace elastrain {
 // the caller then computes in float32.
 bool GemmBf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
               int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// C = alpha * op(A) op(B) + beta * C in float32 through the matmul primitive; the same
+// scalars as GemmBf16, false (nothing computed) otherwise.
+bool GemmMatmulF32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+                   int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 
 // Whether this CPU runs bf16 matmuls in hardware (oneDNN's effective ISA has bf16
 // instructions: avx512_core_bf16, AMX); without them oneDNN emulates bf16 or has no

@@ -1,4 +1,4 @@
-#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_matmul.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_debug.h>
@@ -17,11 +17,14 @@ namespace {
 
 using dnnl::memory;
 
+// lda and ldb are those of the operands the primitive reads: the caller's for float32,
+// the dense bf16 copies' for bfloat16.
 struct PrimitiveKey {
-  bool ta, tb, accumulate;
-  int64_t M, N, K, ldc;
+  bool bf16, ta, tb, accumulate;
+  int64_t M, N, K, lda, ldb, ldc;
   bool operator<(const PrimitiveKey& o) const {
-    return std::tie(ta, tb, accumulate, M, N, K, ldc) < std::tie(o.ta, o.tb, o.accumulate, o.M, o.N, o.K, o.ldc);
+    return std::tie(bf16, ta, tb, accumulate, M, N, K, lda, ldb, ldc) <
+           std::tie(o.bf16, o.ta, o.tb, o.accumulate, o.M, o.N, o.K, o.lda, o.ldb, o.ldc);
   }
 };
 
@@ -46,14 +49,15 @@ ThreadState& State() {
 
 std::atomic<bool> g_warned{false};
 
-// The bf16 matmul of op(A) (M,K) x op(B) (K,N) -> C (M,N) float32 (row stride ldc),
-// operands dense in their stored layout (a transposed operand is the other matrix read
-// by columns).
+// The matmul of op(A) (M,K) x op(B) (K,N) -> C (M,N) float32 (row stride ldc), operands
+// bf16 or float32 with row strides lda and ldb in their stored layout (a transposed
+// operand is the other matrix read by columns).
 Matmul MakeMatmul(ThreadState& s, const PrimitiveKey& k) {
-  const memory::dims a_strides = k.ta ? memory::dims{1, k.M} : memory::dims{k.K, 1};
-  const memory::dims b_strides = k.tb ? memory::dims{1, k.K} : memory::dims{k.N, 1};
-  memory::desc a({k.M, k.K}, memory::data_type::bf16, a_strides);
-  memory::desc b({k.K, k.N}, memory::data_type::bf16, b_strides);
+  const memory::dims a_strides = k.ta ? memory::dims{1, k.lda} : memory::dims{k.lda, 1};
+  const memory::dims b_strides = k.tb ? memory::dims{1, k.ldb} : memory::dims{k.ldb, 1};
+  const memory::data_type in = k.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  memory::desc a({k.M, k.K}, in, a_strides);
+  memory::desc b({k.K, k.N}, in, b_strides);
   memory::desc c({k.M, k.N}, memory::data_type::f32, memory::dims{k.ldc, 1});
   dnnl::primitive_attr attr;
   if (k.accumulate) {
@@ -104,28 +108,43 @@ bool CpuHasBf16() {
 
 const char* OneDnnIsa() { return dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()); }
 
-bool GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (alpha != 1.f || (beta != 0.f && beta != 1.f) || K == 0) return false;
+namespace {
+// Runs op(A) op(B) (+ C when accumulate) through the thread's cached primitive; false
+// (nothing computed) where oneDNN has no such matmul here, warning once.
+bool Execute(ThreadState& s, const PrimitiveKey& key, const void* A, const void* B, float* C) {
   try {
-    ThreadState& s = State();
-    const PrimitiveKey key{ta, tb, beta == 1.f, M, N, K, ldc};
     auto it = s.primitives.find(key);
     if (it == s.primitives.end()) it = s.primitives.emplace(key, MakeMatmul(s, key)).first;
-    ToBf16(A, ta ? K : M, ta ? M : K, lda, &s.a);
-    ToBf16(B, tb ? N : K, tb ? K : N, ldb, &s.b);
     const dnnl::matmul::primitive_desc& pd = it->second.pd;
-    memory a(pd.src_desc(), s.engine, s.a.data());
-    memory b(pd.weights_desc(), s.engine, s.b.data());
+    memory a(pd.src_desc(), s.engine, const_cast<void*>(A));
+    memory b(pd.weights_desc(), s.engine, const_cast<void*>(B));
     memory c(pd.dst_desc(), s.engine, C);
     it->second.primitive.execute(s.stream, {{DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, c}});
     s.stream.wait();
     return true;
   } catch (const dnnl::error& e) {
     if (!g_warned.exchange(true))
-      LOG_WARN("dtype=bfloat16: oneDNN has no bf16 matmul here ({}); computing in float32", e.what());
+      LOG_WARN("oneDNN has no {} matmul here ({}); using its sgemm", key.bf16 ? "bf16" : "f32", e.what());
     return false;
   }
+}
+}  // namespace
+
+bool GemmBf16(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (alpha != 1.f || (beta != 0.f && beta != 1.f) || K == 0) return false;
+  ThreadState& s = State();
+  ToBf16(A, ta ? K : M, ta ? M : K, lda, &s.a);
+  ToBf16(B, tb ? N : K, tb ? K : N, ldb, &s.b);
+  const PrimitiveKey key{true, ta, tb, beta == 1.f, M, N, K, ta ? M : K, tb ? K : N, ldc};
+  return Execute(s, key, s.a.data(), s.b.data(), C);
+}
+
+bool GemmMatmulF32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (alpha != 1.f || (beta != 0.f && beta != 1.f) || K == 0) return false;
+  const PrimitiveKey key{false, ta, tb, beta == 1.f, M, N, K, lda, ldb, ldc};
+  return Execute(State(), key, A, B, C);
 }
 
 }  // namespace elastrain

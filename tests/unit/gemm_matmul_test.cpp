@@ -1,14 +1,17 @@
-// dtype=bfloat16 GEMMs (kernels/gemm_bf16.h): the rounding, and every layout against a
-// float64 reference on the bf16-rounded operands; the float32 path is unchanged.
+// GEMMs through oneDNN's matmul primitive (kernels/gemm_matmul.h). dtype=bfloat16: the
+// rounding, and every layout against a float64 reference on the bf16-rounded operands;
+// the float32 path is unchanged. float32: every layout and strided views against the
+// reference, and the Gemm calls that go through it.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/gemm.h"
-#include "kernels/gemm_bf16.h"
+#include "kernels/gemm_matmul.h"
 
 namespace elastrain {
 namespace {
@@ -102,6 +105,44 @@ TEST(GemmBf16Test, GemmFollowsTheDtypeAndFallsBackForOtherScalars) {
   EXPECT_GT(d16, 1e-3);
   EXPECT_LT(d16, 0.2);
   EXPECT_LT(dhalf, 1e-4);
+}
+
+TEST(GemmMatmulF32Test, EveryLayoutAndStridedViewsMatchTheReference) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (float beta : {0.f, 1.f}) {
+        // Views into wider matrices (strides past the dense ones), as attention uses.
+        const int64_t M = 37, N = 29, K = 67;
+        const int64_t lda = (ta ? M : K) + 5, ldb = (tb ? K : N) + 3, ldc = N + 7;
+        auto a = Random((ta ? K : M) * lda, 11), b = Random((tb ? N : K) * ldb, 12), c = Random(M * ldc, 13);
+        auto ref = c;
+        ASSERT_TRUE(GemmMatmulF32(ta, tb, M, N, K, 1.f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc))
+            << "oneDNN has no f32 matmul on this CPU";
+        GemmReference<float>(ta, tb, M, N, K, 1.f, a.data(), lda, b.data(), ldb, beta, ref.data(), ldc);
+        for (int64_t i = 0; i < M * ldc; ++i)
+          ASSERT_NEAR(c[i], ref[i], 1e-4 * std::max(1.f, std::abs(ref[i])))
+              << "ta=" << ta << " tb=" << tb << " beta=" << beta << " element " << i;
+      }
+  // Scalars it does not handle are left to the caller, untouched.
+  std::vector<float> a(4, 1.f), b(4, 1.f), c(4, 7.f);
+  EXPECT_FALSE(GemmMatmulF32(false, true, 2, 2, 2, 0.5f, a.data(), 2, b.data(), 2, 0.f, c.data(), 2));
+  EXPECT_FALSE(GemmMatmulF32(false, true, 2, 2, 2, 1.f, a.data(), 2, b.data(), 2, 0.5f, c.data(), 2));
+  EXPECT_EQ(c, std::vector<float>(4, 7.f));
+}
+
+TEST(GemmMatmulF32Test, LinearLayerShapesThroughGemmMatchTheReference) {
+  // x W^T (the forward of a linear layer) goes through the primitive; the vocabulary-wide
+  // head and alpha != 1 through sgemm: all agree with the reference.
+  for (const auto& [M, N, K, alpha] : {std::tuple<int64_t, int64_t, int64_t, float>{64, 96, 48, 1.f},
+                                       {64, 9000, 16, 1.f},
+                                       {33, 40, 20, 0.5f}}) {
+    auto a = Random(M * K, 21), b = Random(N * K, 22);
+    std::vector<float> c(M * N, 3.f), ref(M * N, 3.f);
+    Gemm<float>(false, true, M, N, K, alpha, a.data(), K, b.data(), K, 1.f, c.data(), N);
+    GemmReference<float>(false, true, M, N, K, alpha, a.data(), K, b.data(), K, 1.f, ref.data(), N);
+    for (int64_t i = 0; i < M * N; ++i)
+      ASSERT_NEAR(c[i], ref[i], 1e-4 * std::max(1.f, std::abs(ref[i]))) << "M=" << M << " N=" << N << " at " << i;
+  }
 }
 
 }  // namespace
