@@ -79,6 +79,12 @@ class Controller::Impl {
 };
 
 Status Controller::Impl::AcquireLeadership(const std::atomic<bool>& stop) {
+  // Still the head from the job before: keep the lease (its key goes only with it), or
+  // this head would wait out its own lease before taking the next job.
+  if (lease_ != 0 && store_->KeepAlive(lease_).ok()) {
+    last_keepalive_ = Clock::now();
+    return Status::OK();
+  }
   bool waited = false;
   while (!stop) {
     ELASTRAIN_ASSIGN_OR_RETURN(lease_, store_->GrantLease(opt_.leader_ttl));

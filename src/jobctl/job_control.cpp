@@ -41,7 +41,11 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   GuardDirectory(spec.run_dir);  // nothing below it is reached through a link
   spec.config_yaml = ConfigToYaml(cfg);
   spec.submitted_at = WallSeconds();
-  for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl(), keys::JobRecord()})
+  // The previous job's record stays until the controller writes the new job's (readers
+  // take a record of another job id for none): deleting it before the new spec is in
+  // place would show a head that reads between the two writes the OLD spec without a
+  // record, a job never run, and it would start the ended job again.
+  for (const std::string& k : {keys::JobPlan(), keys::GenerationStop(), keys::JobControl()})
     ELASTRAIN_RETURN_IF_ERROR(store.Delete(k));
   ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::DepartedPrefix()));
   ELASTRAIN_RETURN_IF_ERROR(store.DeletePrefix(keys::kRoot + "commands/"));

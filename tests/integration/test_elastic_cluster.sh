@@ -5,6 +5,7 @@
 #   5: SIGKILL of a whole agent with its worker (host loss) is survived through lease
 #      expiry; a fourth agent joining later grows the world back;
 #   7: killing and restarting the head mid-run loses no progress (training goes on);
+#   a head restarted after its job ended stays idle and runs the next job;
 #   6: a job that cannot get MIN workers fails after resource_wait_timeout, saying why.
 source "$(dirname "$0")/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
@@ -125,9 +126,19 @@ wait_field state SUCCEEDED 600 && pass "the job succeeded after the head restart
 [ "$(last_step $run)" -eq $STEPS ] && pass "all $STEPS steps" || fail "last step $(last_step $run)"
 [ "$(field failures)" = "1" ] && pass "one failure counted (the host loss)" || fail "failures $(field failures)"
 
-# 6: a job that can never get its minimum.
+# An idle head (its job ended) killed and restarted stays idle: it neither starts nor
+# resumes the ended job, and runs the next submission.
+kill -9 $HEAD_PID
+start_head 3
+took_over() { grep -q "took over as head" "$WORK/head3.log"; }
+wait_until 30 took_over || fail "head 3 never took over: $(cat "$WORK/head3.log")"
+sleep 1
+grep -qE "controller: (job|resuming)" "$WORK/head3.log" && fail "the restarted idle head took up the ended job: $(grep -E 'controller: (job|resuming)' "$WORK/head3.log")"
+[ "$(field state)" = SUCCEEDED ] && pass "a restarted idle head leaves the ended job SUCCEEDED" || fail "state $(field state)"
+
+# 6: a job that can never get its minimum (run by the restarted head).
 rc=0
-out=$("$BIN" submit --head "$HEAD" --wait model_name=tiny num_workers=5 resource_wait_timeout=3 steps=10 \
+out=$(timeout 120 "$BIN" submit --head "$HEAD" --wait model_name=tiny num_workers=5 resource_wait_timeout=3 steps=10 \
   base_output_directory="$WORK/runs" run_name=toobig 2>&1) || rc=$?
 [ "$rc" -eq 1 ] && grep -q "resource_wait_timeout=3s" <<<"$out" && grep -q "min_workers=5" <<<"$out" \
   && pass "fails after resource_wait_timeout (exit 1): $(tail -1 <<<"$out")" || fail "exit $rc: $out"

@@ -1,12 +1,14 @@
 // The controller's executor against an in-memory store (no processes): what it writes
 // while nothing happens. A controller that rewrites the job record on every decision
 // wakes itself (its own write moves the revision it waits on) and every agent: a spin
-// that cost two thirds of a core (issue 20). Counted, not timed.
+// that cost two thirds of a core (issue 20). Counted, not timed. And a submission that
+// lands between the controller's reads of the spec and the record.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "elastic/controller.h"
@@ -87,6 +89,66 @@ TEST(ControllerTest, AQuietJobIsNotRewrittenAndDoesNotWakeTheController) {
   // 50 decisions, each of which stamped a new updated_at, and not one write or wake-up.
   EXPECT_EQ(store->record_puts, puts);
   EXPECT_EQ(store->waits_woken, woken);
+}
+
+// Submits `next` (once) right after the controller's first read of the spec: the
+// controller then holds the ended job's spec and reads the record after the submission.
+class SubmitAfterSpecRead : public CountingStore {
+ public:
+  Result<std::optional<KeyValue>> Get(const std::string& key) override {
+    auto r = CountingStore::Get(key);
+    if (key == keys::JobSpec() && next && !submitted.exchange(true)) submitted_spec = SubmitJob(*this, *next);
+    return r;
+  }
+  std::optional<TrainConfig> next;
+  std::atomic<bool> submitted{false};
+  Result<JobSpec> submitted_spec = Status::Unavailable("not yet");
+};
+
+std::optional<JobRecord> RecordIn(Store& store) {
+  auto kv = store.Get(keys::JobRecord());
+  if (!kv.ok() || !kv.value()) return std::nullopt;
+  JobRecord r;
+  if (!FromJson(kv.value()->value, &r).ok()) return std::nullopt;
+  return r;
+}
+
+TEST(ControllerTest, ASubmissionBetweenItsReadsNeverRestartsTheEndedJob) {
+  const std::string dir = FreshDir("controller_submit_race");
+  auto store = std::make_shared<SubmitAfterSpecRead>();
+  TrainConfig cfg;
+  cfg.base_output_directory = dir;
+  cfg.num_workers_spec = "2";
+  cfg.min_workers = cfg.max_workers = 2;
+  cfg.run_name = "ended";
+  auto ended = SubmitJob(*store, cfg);
+  ASSERT_TRUE(ended.ok()) << ended.status().message();
+  JobRecord done;
+  done.job_id = ended->job_id;
+  done.state = JobState::kSucceeded;
+  ASSERT_TRUE(store->Put(keys::JobRecord(), ToJson(done), 0).ok());
+  cfg.run_name = "next";
+  store->next = cfg;
+
+  Controller controller(store, ControllerOptions{});
+  std::atomic<bool> stop{false};
+  std::optional<JobRecord> seen_running_ended;
+  std::thread t([&] { (void)controller.RunJob(stop); });
+  // The controller takes up the new job (no agents: it waits for resources), and the
+  // ended job's record is never replaced by a running one.
+  EXPECT_TRUE(WaitUntil([&] {
+    auto r = RecordIn(*store);
+    if (r && r->job_id == ended->job_id && !IsTerminal(r->state)) seen_running_ended = r;
+    return store->submitted_spec.ok() && r && r->job_id == store->submitted_spec->job_id;
+  }));
+  stop = true;
+  t.join();
+  ASSERT_TRUE(store->submitted_spec.ok()) << store->submitted_spec.status().message();
+  EXPECT_FALSE(seen_running_ended) << "the ended job " << ended->job_id << " was started again";
+  auto last = RecordIn(*store);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->job_id, store->submitted_spec->job_id);
+  EXPECT_EQ(last->state, JobState::kWaitingForResources);
 }
 
 }  // namespace
