@@ -57,21 +57,31 @@ class CountingStore : public Store {
   std::shared_ptr<Store> inner_ = MakeMemoryStore();
 };
 
-JobState StateIn(Store& store) {
+std::optional<JobRecord> RecordIn(Store& store) {
   auto kv = store.Get(keys::JobRecord());
-  if (!kv.ok() || !kv.value()) return JobState::kPending;
+  if (!kv.ok() || !kv.value()) return std::nullopt;
   JobRecord r;
-  if (!FromJson(kv.value()->value, &r).ok()) return JobState::kPending;
-  return r.state;
+  if (!FromJson(kv.value()->value, &r).ok()) return std::nullopt;
+  return r;
+}
+
+JobState StateIn(Store& store) {
+  auto r = RecordIn(store);
+  return r ? r->state : JobState::kPending;
+}
+
+// A job of exactly 2 workers, its outputs in a fresh directory `name`.
+TrainConfig TwoWorkerJob(const std::string& name) {
+  TrainConfig cfg;
+  cfg.base_output_directory = FreshDir(name);
+  cfg.num_workers_spec = "2";
+  cfg.min_workers = cfg.max_workers = 2;
+  return cfg;
 }
 
 TEST(ControllerTest, AQuietJobIsNotRewrittenAndDoesNotWakeTheController) {
-  const std::string dir = FreshDir("controller_quiet");
   auto store = std::make_shared<CountingStore>();
-  TrainConfig cfg;
-  cfg.base_output_directory = dir;
-  cfg.num_workers_spec = "2";
-  cfg.min_workers = cfg.max_workers = 2;
+  const TrainConfig cfg = TwoWorkerJob("controller_quiet");
   ASSERT_TRUE(SubmitJob(*store, cfg).ok());
 
   // No agent ever registers: the job waits for resources, and nothing changes.
@@ -105,21 +115,9 @@ class SubmitAfterSpecRead : public CountingStore {
   Result<JobSpec> submitted_spec = Status::Unavailable("not yet");
 };
 
-std::optional<JobRecord> RecordIn(Store& store) {
-  auto kv = store.Get(keys::JobRecord());
-  if (!kv.ok() || !kv.value()) return std::nullopt;
-  JobRecord r;
-  if (!FromJson(kv.value()->value, &r).ok()) return std::nullopt;
-  return r;
-}
-
 TEST(ControllerTest, ASubmissionBetweenItsReadsNeverRestartsTheEndedJob) {
-  const std::string dir = FreshDir("controller_submit_race");
   auto store = std::make_shared<SubmitAfterSpecRead>();
-  TrainConfig cfg;
-  cfg.base_output_directory = dir;
-  cfg.num_workers_spec = "2";
-  cfg.min_workers = cfg.max_workers = 2;
+  TrainConfig cfg = TwoWorkerJob("controller_submit_race");
   cfg.run_name = "ended";
   auto ended = SubmitJob(*store, cfg);
   ASSERT_TRUE(ended.ok()) << ended.status().message();
