@@ -274,17 +274,10 @@ void CausalSoftmaxRow(T* p, int64_t t, int64_t Tn) {
 #pragma omp simd reduction(max : mx)
   for (int64_t t2 = 0; t2 <= t; ++t2) mx = std::max(mx, p[t2]);
   T sum = 0;
-  if constexpr (std::is_same_v<T, float>) {
 #pragma omp simd reduction(+ : sum)
-    for (int64_t t2 = 0; t2 <= t; ++t2) {
-      p[t2] = ExpF(p[t2] - mx);
-      sum += p[t2];
-    }
-  } else {
-    for (int64_t t2 = 0; t2 <= t; ++t2) {
-      p[t2] = std::exp(p[t2] - mx);
-      sum += p[t2];
-    }
+  for (int64_t t2 = 0; t2 <= t; ++t2) {
+    p[t2] = Exp(p[t2] - mx);
+    sum += p[t2];
   }
   const T inv = T(1) / sum;
 #pragma omp simd
