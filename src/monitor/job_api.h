@@ -17,8 +17,10 @@
 // "Authorization: Bearer <token>" (jobctl/run_token.h): 401 naming the token file
 // otherwise. Every request's Host header must name the server (monitor/request_guard.h):
 // 421 otherwise. A POST body must be application/json (415), at most max_body_bytes
-// (413, answered before the body is read), sent with Content-Length (411 for chunked);
-// a POST without Content-Length and Transfer-Encoding has an empty body (RFC 9112 6.3).
+// (413, answered before the body is read; one the client sends without waiting for
+// "100 Continue" is read and discarded first, up to kMaxDrainedBodyBytes), sent with
+// Content-Length (411 for chunked); a POST without Content-Length and Transfer-Encoding
+// has an empty body (RFC 9112 6.3).
 // No CORS headers are ever sent, so a browser's preflight for a cross-origin request
 // (which the bearer header and the JSON type force) always fails.
 // The same operations as functions, for the CLI and tests. All read and write the store

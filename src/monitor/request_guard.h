@@ -15,8 +15,13 @@
 
 namespace elastrain {
 
-// Request bodies above this are answered 413 before they are read (a config is a few KiB).
+// Request bodies above this are answered 413 (a config is a few KiB).
 inline constexpr size_t kMaxRequestBodyBytes = 1 << 20;
+// A refused body up to this size that the client sends without waiting for "100 Continue"
+// is read and discarded before the 413 goes out: closing a socket with unread input
+// resets the connection, and the client may never see the answer. Larger ones are
+// refused unread (their sender pays a reset).
+inline constexpr size_t kMaxDrainedBodyBytes = 16 << 20;
 
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopbackHost(std::string_view host);
