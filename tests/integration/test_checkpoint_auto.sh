@@ -1,12 +1,15 @@
 # Issue 7, last point: checkpoint_period=auto. An elastic job (num_workers=2, fixed)
 # whose rank 1 is SIGKILLed twice changes its period as the failures accumulate: each
 # generation after a failure starts with a shorter period (events.jsonl,
-# checkpoint_period_changed), and the job completes. A small prior MTTI (60 s) makes
-# the failures weigh against it within seconds. Also: the single-process path, and a
+# checkpoint_period_changed), and the job completes. A small prior MTTI (10 s) makes
+# the failures weigh against it within seconds. Periods scale as 1/step time: the tiny
+# model's ~0.016 s steps give ~70 steps in generation 0 and ~50 in generation 1, and
+# the job's 300 steps leave room for both even were steps 4x faster (at 100 steps and
+# a 60 s prior, generation 1's first save was the final one, and the kill came too late). Also: the single-process path, and a
 # bad value is one error line.
 source "$(dirname "$0")/lib.sh"
 common=(model_name=tiny log_period=1 eval_interval=0 checkpoint_period=auto
-        checkpoint_mtti_prior_seconds=60 checkpoint_period_min=2 checkpoint_period_max=100000
+        checkpoint_mtti_prior_seconds=10 checkpoint_period_min=2 checkpoint_period_max=100000
         base_output_directory="$WORK/runs" dashboard_port=0)
 
 expect_error "checkpoint_period=often" "checkpoint_period=often: expected a positive number of steps, or auto" -- \
@@ -20,7 +23,7 @@ reasons=$(ev runs/single checkpoint_period_changed reason | tr '\n' ' ')
   || fail "single: reasons '$reasons'"
 
 run=runs/auto
-"$BIN" train "${common[@]}" steps=100 run_name=auto num_workers=2 threads_per_worker=1 max_failures=5 \
+"$BIN" train "${common[@]}" steps=300 run_name=auto num_workers=2 threads_per_worker=1 max_failures=5 \
   >"$WORK/out" 2>"$WORK/err" &
 job=$!
 bg_track $job
@@ -50,7 +53,7 @@ saved_in 2 || fail "generation 2 saved nothing: $(tail -3 "$WORK/err")"
 rc=0
 wait $job || rc=$?
 [ "$rc" -eq 0 ] && pass "the job completed (exit 0) after two failures" || fail "exit $rc: $(tail -3 "$WORK/err")"
-[ "$(last_step $run)" -eq 100 ] && pass "all 100 steps done" || fail "last step $(last_step $run)"
+[ "$(last_step $run)" -eq 300 ] && pass "all 300 steps done" || fail "last step $(last_step $run)"
 [ "$(ev $run generation_failed failures | tail -1)" = "2" ] && pass "two failures counted" \
   || fail "failures: $(ev $run generation_failed failures | tr '\n' ' ')"
 
