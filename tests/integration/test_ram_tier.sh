@@ -43,24 +43,28 @@ peers_run() {
   peers_check "$name" "$what"
 }
 
-# peers_check NAME WHAT: run NAME restored step FAIL from peers in generation 1, no step
-# redone, and ended with the failure-free run's parameters.
+# peers_check NAME WHAT: run NAME restored step FAIL from peers in the generation after
+# its failure, no step redone, and ended with the failure-free run's parameters. (The
+# failure is usually in generation 0; a cluster job whose last worker started after the
+# startup grace runs generation 0 on fewer and grows into generation 1 first.)
 peers_check() {
   local name=$1 what=$2 run="runs/$1"
-  local kind step mesh restored redone why
-  kind=$(ev $run generation_started restore.kind generation=1)
-  step=$(ev $run generation_started restore.step generation=1)
-  mesh=$(ev $run generation_started mesh generation=1)
-  why=$(ev $run generation_started restore.why generation=1)
-  restored=$(ev $run state_restored kind generation=1)/$(ev $run state_restored step generation=1)
+  local kind step mesh restored redone why gen
+  gen=$(ev $run generation_failed generation | tail -1)
+  gen=$((${gen:--1} + 1))
+  kind=$(ev $run generation_started restore.kind generation=$gen)
+  step=$(ev $run generation_started restore.step generation=$gen)
+  mesh=$(ev $run generation_started mesh generation=$gen)
+  why=$(ev $run generation_started restore.why generation=$gen)
+  restored=$(ev $run state_restored kind generation=$gen)/$(ev $run state_restored step generation=$gen)
   redone=$(ev $run steps_redone to)
   if [ "$kind/$step" = "peers/$FAIL" ] && [ "$restored" = "peers/$FAIL" ] && [ -z "$redone" ]; then
-    pass "$what: generation 1 (mesh $mesh) restored step $FAIL from peers, no step redone ($why)"
+    pass "$what: generation $gen (mesh $mesh) restored step $FAIL from peers, no step redone ($why)"
   else
     fail "$what: plan $kind/$step ($why), restored $restored, steps redone up to [$redone]"
   fi
   local sources
-  sources=$(ev $run generation_started restore.sources generation=1)
+  sources=$(ev $run generation_started restore.sources generation=$gen)
   [ -n "$sources" ] && pass "$what: the plan names each shard's source: $sources" || fail "$what: no sources in the plan"
   local params
   params=$(equal small-$STEPS "$name") && pass "$what: final parameters equal the failure-free run ($params)" \
@@ -92,11 +96,14 @@ rc=0
 { kill -9 "${agents[@]}" $head_pid; wait "${agents[@]}" $head_pid; } 2>/dev/null || true
 [ "$rc" -eq 0 ] && peers_check shrink "shrink 4 -> 3 workers" \
   || fail "shrink: exit $rc: $(tail -3 "$WORK/shrink.out")"
-world=$(ev runs/shrink generation_started world generation=1)
+gen=$(ev runs/shrink generation_failed generation | tail -1)
+gen=$((${gen:--1} + 1))
+world=$(ev runs/shrink generation_started world generation=$gen)
 cooled=$(ev runs/shrink host_cooldown host)
-[ "$world" = 3 ] && [ "$cooled" = hb ] \
-  && pass "shrink: generation 1 ran on 3 workers (fsdp=3) on host ha, resharded from 4 shards (host $cooled cooled down)" \
-  || fail "shrink: generation 1 had $world workers, host cooled down: [$cooled]"
+old_world=$(ev runs/shrink generation_started world generation=$((gen - 1)))
+[ "$world" = 3 ] && [ "$old_world" = 4 ] && [ "$cooled" = hb ] \
+  && pass "shrink: generation $gen ran on 3 workers (fsdp=3) on host ha, resharded from 4 shards (host $cooled cooled down)" \
+  || fail "shrink: generation $gen had $world workers (the failed one $old_world), host cooled down: [$cooled]"
 stop_etcd
 
 # 2. Rank 1 and its buddy (rank 2, the next rank on this one host) killed at once, after
