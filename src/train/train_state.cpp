@@ -44,6 +44,15 @@ void ReleasableBuffer::ZeroAndRelease(int64_t begin, int64_t n) {
   ::madvise(reinterpret_cast<void*>(pb), pe - pb, MADV_DONTNEED);  // reads back as zeros
 }
 
+void ReleasableBuffer::Populate(int64_t begin, int64_t n) {
+  if (n <= 0) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = reinterpret_cast<uintptr_t>(data_ + begin) / page * page;
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(data_ + begin + n) + page - 1) / page * page;
+  // On failure (an older kernel: EINVAL) the pages fault in as they are touched.
+  ::madvise(reinterpret_cast<void*>(b), e - b, MADV_POPULATE_WRITE);
+}
+
 // ---------------------------------------------------------------- TrainState
 TrainState::TrainState(const ModelConfig& global, const Mesh& mesh, MeshCoords coords, RankGroups groups)
     : global_(global),
@@ -147,12 +156,13 @@ void TrainState::ForOwned(int64_t begin, int64_t end, F&& f) const {
 Transformer<float>::UnitHooks TrainState::Hooks() {
   if (!sharded()) return {};
   return {[this](int u) { return Acquire(u); }, [this](int u) { return Release(u); },
-          [this](int u) { return GradsReady(u); }};
+          [this](int u) { return GradsBegin(u); }, [this](int u) { return GradsReady(u); }};
 }
 
 Status TrainState::Acquire(int ui) {
   const Unit& u = units_[ui];
   const int64_t n = u.end - u.begin;
+  params_.Populate(u.begin, n);
   std::memcpy(chunk_buf_.data(), param_shard_.data() + u.shard_offset, sizeof(float) * u.chunk);
   if (n == u.chunk * mesh_.fsdp())  // no padding: gather straight into place
     return g_.fsdp->AllGather(chunk_buf_.data(), u.chunk, params_.data() + u.begin);
@@ -164,6 +174,11 @@ Status TrainState::Acquire(int ui) {
 Status TrainState::Release(int ui) {
   const Unit& u = units_[ui];
   params_.ZeroAndRelease(u.begin, u.end - u.begin);
+  return Status::OK();
+}
+
+Status TrainState::GradsBegin(int ui) {
+  grads_.Populate(units_[ui].begin, units_[ui].end - units_[ui].begin);
   return Status::OK();
 }
 

@@ -49,6 +49,11 @@ class ReleasableBuffer {
   const float* data() const { return data_; }
   // Sets [begin, begin+n) to zero, returning the whole pages inside it to the kernel.
   void ZeroAndRelease(int64_t begin, int64_t n);
+  // Maps the pages of [begin, begin+n) writable now, in one call (Linux >= 5.14; a no-op
+  // before), rather than one fault per page as they are touched: a page first read maps
+  // the shared zero page and its first write then faults again and flushes every core's
+  // TLB. Released pages still read as zeros.
+  void Populate(int64_t begin, int64_t n);
 
  private:
   float* data_ = nullptr;
@@ -124,6 +129,7 @@ class TrainState {
   using Unit = FsdpUnit;
   Status Acquire(int u);
   Status Release(int u);
+  Status GradsBegin(int u);
   Status GradsReady(int u);
   bool sharded() const { return mesh_.fsdp() > 1; }
   float* shard_grads() { return sharded() ? grad_shard_.data() : grads_.data(); }

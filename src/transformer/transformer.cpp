@@ -167,7 +167,11 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
     return loss_sum;
   }
 
-  // Backward: head, final norm, layers in reverse, embeddings.
+  // Backward: head, final norm, layers in reverse, embeddings. The head's gradient goes
+  // to unit L+1, or to unit 0 when it is the tied embedding (gpt2).
+  const bool tied = layout_.lm_head == layout_.wte;
+  Hook(hooks_.grads_begin, post);
+  if (tied) Hook(hooks_.grads_begin, 0);
   std::memset(av_.d_norm, 0, sizeof(T) * N * C);
   k::matmul_backward(av_.d_norm, g + layout_.lm_head, static_cast<T*>(nullptr), av_.logits, av_.final_norm, w + layout_.lm_head, N, C, d.V);
   std::memset(av_.d_resid, 0, sizeof(T) * N * C);
@@ -178,10 +182,12 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
     // Recomputing writes the same values into av_.resid[l+1] again; it is no longer read.
     Hook(hooks_.acquire, 1 + l);
     if (remat) LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], rows);
+    Hook(hooks_.grads_begin, 1 + l);
     LayerBackward(l, w, g, ActsFor(l), av_.resid[l], av_.d_resid, rows);
     Hook(hooks_.grads_ready, 1 + l);
     Hook(hooks_.release, 1 + l);
   }
+  if (!tied) Hook(hooks_.grads_begin, 0);
   k::embedding_backward(g + layout_.wte, llama ? static_cast<T*>(nullptr) : g + layout_.wpe, av_.d_resid, inputs, rows, seq_len_, C);
   Hook(hooks_.grads_ready, post);
   Hook(hooks_.grads_ready, 0);

@@ -50,12 +50,13 @@ class Transformer {
   // Parameter units for FSDP: unit 0 is everything before layer 0 (embeddings), unit
   // 1+l is layer l, unit L+1 everything after the last layer (final norm, head). The
   // model calls `acquire(u)` before it reads unit u's parameters, `release(u)` when it
-  // will not read them again until the next acquire, and `grads_ready(u)` once unit u's
+  // will not read them again until the next acquire, `grads_begin(u)` before it first
+  // writes unit u's gradients in a micro-batch, and `grads_ready(u)` once unit u's
   // gradients of this micro-batch are complete. Units 0 and L+1 are held for a whole
   // pass (the tied gpt2 head reads the embedding at the end); layers are released after
   // their forward and acquired again for their backward (ZeRO-3).
   struct UnitHooks {
-    std::function<Status(int unit)> acquire, release, grads_ready;
+    std::function<Status(int unit)> acquire, release, grads_begin, grads_ready;
   };
   void SetUnitHooks(UnitHooks hooks) { hooks_ = std::move(hooks); }
   // Polled at every layer boundary of forward and backward: true abandons the pass at
