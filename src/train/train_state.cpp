@@ -20,19 +20,26 @@ constexpr size_t kAllReduceBucketElems = size_t{1} << 20;
 // ---------------------------------------------------------------- ReleasableBuffer
 ReleasableBuffer::ReleasableBuffer(int64_t floats, bool populate)
     : bytes_(std::max<size_t>(1, floats * sizeof(float))) {
-  void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0),
-                   -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  data_ = static_cast<float*>(p);
+  static const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  // Released in blocks: room to align the start to one.
+  block_ = populate ? page : kReleaseBlockBytes;
+  map_bytes_ = bytes_ + (populate ? 0 : block_);
+  map_ = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
+  if (map_ == MAP_FAILED) throw std::bad_alloc();
+  const uintptr_t start = reinterpret_cast<uintptr_t>(map_);
+  data_ = reinterpret_cast<float*>((start + block_ - 1) / block_ * block_);
+  // Huge pages where the kernel has them (THP "always" or "madvise"); else 4 KiB pages.
+  if (!populate) ::madvise(map_, map_bytes_, MADV_HUGEPAGE);
 }
 
 ReleasableBuffer::~ReleasableBuffer() {
-  if (data_) ::munmap(data_, bytes_);
+  if (map_) ::munmap(map_, map_bytes_);
 }
 
 void ReleasableBuffer::ZeroAndRelease(int64_t begin, int64_t n) {
   if (n <= 0) return;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t page = block_;
   const uintptr_t b = reinterpret_cast<uintptr_t>(data_ + begin), e = reinterpret_cast<uintptr_t>(data_ + begin + n);
   const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
   if (pb >= pe) {

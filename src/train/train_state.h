@@ -38,6 +38,12 @@ struct RankGroups {
 };
 
 // Anonymous memory whose pages can be handed back to the kernel (they read as zeros).
+// A buffer that is not populated at once is released in 2 MiB blocks (kReleaseBlockBytes,
+// aligned, asked for as transparent huge pages with MADV_HUGEPAGE): mapping a block again
+// is one page-table entry instead of 512. On a 2-core VM, FSDP's `small` at fsdp=4 ran
+// 1.25 s a step with 4 KiB pages and 0.35 s with huge pages, as fast as never releasing;
+// a released range keeps its partial blocks at either end (zeroed), at most 4 MiB.
+inline constexpr size_t kReleaseBlockBytes = size_t{2} << 20;
 class ReleasableBuffer {
  public:
   // populate: map every page now (a buffer that is used whole); else on first touch.
@@ -47,7 +53,7 @@ class ReleasableBuffer {
   ReleasableBuffer& operator=(const ReleasableBuffer&) = delete;
   float* data() { return data_; }
   const float* data() const { return data_; }
-  // Sets [begin, begin+n) to zero, returning the whole pages inside it to the kernel.
+  // Sets [begin, begin+n) to zero, returning the whole blocks inside it to the kernel.
   void ZeroAndRelease(int64_t begin, int64_t n);
   // Maps the pages of [begin, begin+n) writable now, in one call (Linux >= 5.14; a no-op
   // before), rather than one fault per page as they are touched: a page first read maps
@@ -58,6 +64,9 @@ class ReleasableBuffer {
  private:
   float* data_ = nullptr;
   size_t bytes_ = 0;
+  void* map_ = nullptr;  // the mapping, from before data_ when data_ was aligned in it
+  size_t map_bytes_ = 0;
+  size_t block_ = 0;     // what ZeroAndRelease hands back whole: a page, or kReleaseBlockBytes
 };
 
 // One FSDP unit of a tensor-local flat buffer (everything before layer 0, a layer,

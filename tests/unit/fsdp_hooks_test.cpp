@@ -3,6 +3,8 @@
 // model must not write a unit's gradients before it, and must have written them by
 // grads_ready; mapping pages keeps what they hold.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <random>
@@ -70,19 +72,35 @@ TEST(FsdpHooks, LlamaBeginsEachUnitsGradientsBeforeWritingThem) { CheckGradientH
 TEST(FsdpHooks, TiedGpt2BeginsTheEmbeddingBeforeTheHead) { CheckGradientHooks("tiny-gpt2", RematPolicy::kNone); }
 TEST(FsdpHooks, RematBeginsEachUnitsGradientsBeforeWritingThem) { CheckGradientHooks("tiny", RematPolicy::kFull); }
 
-TEST(ReleasableBuffer, PopulateKeepsValuesAndReleasedPagesReadZero) {
-  const int64_t n = 5 * 4096;  // 20 pages of floats
+// How many of the pages of [p, p+bytes) are in memory (mincore).
+size_t ResidentPages(const void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in((bytes + page - 1) / page);
+  EXPECT_EQ(::mincore(const_cast<void*>(p), bytes, in.data()), 0);
+  return static_cast<size_t>(std::count_if(in.begin(), in.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST(ReleasableBuffer, ReleasesWholeBlocksKeepsTheRestAndPopulateKeepsValues) {
+  const int64_t block = static_cast<int64_t>(kReleaseBlockBytes / sizeof(float));
+  const int64_t n = 3 * block;
   ReleasableBuffer buf(n);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(buf.data()) % kReleaseBlockBytes, 0u) << "blocks are aligned";
   std::fill(buf.data(), buf.data() + n, 1.5f);
-  buf.ZeroAndRelease(1000, 9000);  // whole pages inside are returned, the edges zeroed
-  buf.Populate(0, n);
+  // From inside block 0 to inside block 2: block 1 goes back to the kernel, the ends are zeroed.
+  const int64_t begin = block / 2, end = 2 * block + block / 2;
+  buf.ZeroAndRelease(begin, end - begin);
+  EXPECT_EQ(ResidentPages(buf.data() + block, kReleaseBlockBytes), 0u) << "block 1 released";
+  EXPECT_GT(ResidentPages(buf.data(), kReleaseBlockBytes), 0u) << "block 0 kept (partly in use)";
+  buf.Populate(begin, end - begin);
+  EXPECT_EQ(ResidentPages(buf.data() + block, kReleaseBlockBytes), kReleaseBlockBytes / ::sysconf(_SC_PAGESIZE))
+      << "block 1 mapped again";
   for (int64_t i = 0; i < n; ++i) {
-    const float want = i >= 1000 && i < 10000 ? 0.f : 1.5f;
+    const float want = i >= begin && i < end ? 0.f : 1.5f;
     ASSERT_EQ(buf.data()[i], want) << "element " << i;
   }
-  buf.data()[5000] = 2.f;  // writable after Populate
-  buf.Populate(4000, 2000);
-  EXPECT_EQ(buf.data()[5000], 2.f);
+  buf.data()[block + 5] = 2.f;  // writable after Populate, and Populate keeps values
+  buf.Populate(block, 10);
+  EXPECT_EQ(buf.data()[block + 5], 2.f);
 }
 
 }  // namespace
