@@ -39,9 +39,9 @@ ReleasableBuffer::~ReleasableBuffer() {
 
 void ReleasableBuffer::ZeroAndRelease(int64_t begin, int64_t n) {
   if (n <= 0) return;
-  const uintptr_t page = block_;
+  const uintptr_t block = block_;
   const uintptr_t b = reinterpret_cast<uintptr_t>(data_ + begin), e = reinterpret_cast<uintptr_t>(data_ + begin + n);
-  const uintptr_t pb = (b + page - 1) / page * page, pe = e / page * page;
+  const uintptr_t pb = (b + block - 1) / block * block, pe = e / block * block;
   if (pb >= pe) {
     std::memset(data_ + begin, 0, n * sizeof(float));
     return;
