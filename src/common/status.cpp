@@ -16,6 +16,7 @@ std::string Status::ToString() const {
     case StatusCode::kDeadlineExceeded: name = "DeadlineExceeded"; break;
     case StatusCode::kUnavailable: name = "Unavailable"; break;
     case StatusCode::kPermissionDenied: name = "PermissionDenied"; break;
+    case StatusCode::kCancelled: name = "Cancelled"; break;
   }
   return std::string(name) + ": " + message_;
 }

@@ -21,6 +21,8 @@ enum class StatusCode {
   kDeadlineExceeded,  // a blocking call ran past its timeout (e.g. a stalled peer)
   kUnavailable,       // a peer or service went away (e.g. a connection reset)
   kPermissionDenied,  // refused for safety: a link, a file of another user, a bad mode
+  kCancelled,         // the caller's own side stopped the operation (an abort, a stop, a
+                      // generation that ended while waiting): not a fault of the operation
 };
 
 class [[nodiscard]] Status {
@@ -37,8 +39,10 @@ class [[nodiscard]] Status {
   static Status DeadlineExceeded(std::string m) { return Status(StatusCode::kDeadlineExceeded, std::move(m)); }
   static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m)); }
   static Status PermissionDenied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m)); }
+  static Status Cancelled(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 
   bool ok() const { return code_ == StatusCode::kOk; }
+  bool cancelled() const { return code_ == StatusCode::kCancelled; }
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
   // "InvalidArgument: steps=-3: expected a positive integer"
