@@ -41,6 +41,7 @@
 
 #include "common/status.h"
 #include "common/wakeup.h"
+#include "elastic/agent_machine.h"  // AgentEnd
 #include "store/store.h"
 
 namespace elastrain {
@@ -67,9 +68,6 @@ struct AgentOptions {
   // about lease_ttl / 4 (LeaseKeeper's timing); the main one keeps its longer timeout.
   std::shared_ptr<Store> lease_store;
 };
-
-// How Run ended.
-enum class AgentEnd { kStopped, kJobEnded, kPreempted };
 
 class Agent {
  public:

@@ -43,11 +43,14 @@
 #include <vector>
 
 #include "common/process.h"
-#include "elastic/agent.h"
 #include "wire/protocol.h"
 #include "wire/worker_messages.h"
 
 namespace elastrain {
+
+// How the agent's Run (elastic/agent.h) ended: the machine decides it (Finish below).
+// Defined here so that this header stands alone, free of the executor's.
+enum class AgentEnd { kStopped, kJobEnded, kPreempted };
 
 // A fresh worker must report ready within this (config load and its SGEMM probe).
 inline constexpr double kStartupTimeoutSeconds = 120;
