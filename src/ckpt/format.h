@@ -4,7 +4,7 @@
 // A piece is a contiguous flat range of one tensor's tensor-parallel LOCAL view: the
 // global tensor cut to [tp_begin, tp_end) along tp_dim (nothing cut when tp_dim = -1),
 // read row-major. That is exactly what an FSDP rank owns of a tensor in its tensor-local
-// flat buffer (comm/sharding.h, train/train_state.h), so a rank describes its state
+// flat buffer (plan/sharding.h, train/train_state.h), so a rank describes its state
 // without copying, and a reader with any other mesh maps both sides to global indices.
 // Plain data; no I/O here.
 #pragma once

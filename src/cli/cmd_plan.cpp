@@ -10,11 +10,12 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
-#include "comm/mesh.h"
-#include "comm/sharding.h"
+#include "plan/mesh.h"
+#include "plan/sharding.h"
 #include "config/config.h"
 #include "model/flops.h"
 #include "config/derived.h"
+#include "plan/mesh_for_config.h"
 
 namespace elastrain {
 

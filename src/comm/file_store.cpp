@@ -1,4 +1,5 @@
-// MakeFileStore: the embedded mode's rendezvous store, Gloo's FileStore with a finer wait.
+// MakeFileStore (comm/rendezvous_store.h): the embedded mode's rendezvous store, Gloo's
+// FileStore with a finer wait.
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/file_store.h>
 
@@ -7,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/process_group.h"
+#include "comm/rendezvous_store.h"
 #include "common/files.h"
 
 namespace elastrain {

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/rendezvous_store.h"  // the stores Connect meets through
 #include "common/status.h"
 
 namespace gloo {
@@ -70,10 +71,6 @@ struct GroupOptions {
   // generation was aborted). Called from that thread: must be thread-safe and quick.
   std::function<bool()> cancelled;
 };
-
-// A rendezvous store backed by files under `dir` (created if missing). Any number of
-// processes on this machine (or on a shared filesystem) may open the same dir.
-Result<std::shared_ptr<gloo::rendezvous::Store>> MakeFileStore(const std::string& dir);
 
 // Thread-safety: one thread at a time per group (collectives are blocking and must be
 // issued in the same order on every rank). Distinct groups may be used from distinct

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "comm/ram_tier.h"
-#include "config/derived.h"
+#include "plan/ram_tier.h"
+#include "plan/mesh_for_config.h"
 
 namespace elastrain {
 

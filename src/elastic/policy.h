@@ -19,7 +19,7 @@
 //     when both meshes are purely data parallel and an idle worker holds a replica at
 //     least as new as the latest checkpoint; from peers (the RAM tier) when the last
 //     generation was sharded and the chosen workers hold every one of its shards at one
-//     step at least that new (comm/ram_tier.h, ChoosePeerRestore); otherwise from the
+//     step at least that new (plan/ram_tier.h, ChoosePeerRestore); otherwise from the
 //     latest checkpoint, with the reason.
 //   - Fewer than min_workers idle: wait (WAITING_FOR_RESOURCES when the live slots are
 //     fewer than min_workers), failing after resource_wait_timeout.
@@ -36,7 +36,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "config/config.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"

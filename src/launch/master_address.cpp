@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <gloo/rendezvous/store.h>
 
-#include "comm/process_group.h"  // MakeFileStore
+#include "comm/rendezvous_store.h"  // MakeFileStore, MakeGlooStore
 #include "common/clock.h"
 #include "store/store.h"
 #include "wire/protocol.h"

@@ -27,10 +27,6 @@
 
 #include "common/status.h"
 
-namespace gloo::rendezvous {
-class Store;
-}  // namespace gloo::rendezvous
-
 namespace elastrain {
 
 // A store lease: 0 means none. Keys put with a lease vanish when it expires or is revoked.
@@ -143,12 +139,5 @@ std::shared_ptr<Store> MakeMemoryStore();
 // `opt` (present, readable, private) and reads the password.
 Result<std::shared_ptr<Store>> MakeEtcdStore(const std::string& host, int port, const StoreOptions& opt = {},
                                              bool tls = false);
-
-// Gloo's rendezvous::Store (set / get / wait with timeout) over `store`, every key under
-// `prefix`. get() and wait() poll until the keys exist or the timeout passes, then throw
-// gloo::IoException as Gloo's own stores do. So ProcessGroup::Connect rendezvouses through
-// etcd in cluster mode exactly as through the file store in embedded mode.
-std::shared_ptr<gloo::rendezvous::Store> MakeGlooStore(std::shared_ptr<Store> store, std::string prefix,
-                                                       const StoreOptions& opt = {});
 
 }  // namespace elastrain

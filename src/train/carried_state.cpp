@@ -3,7 +3,7 @@
 // (Trainer::HandBack), and what a worker builds before its first (PrepareCarriedState).
 #include "train/carried_state.h"
 
-#include "config/derived.h"
+#include "plan/mesh_for_config.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {

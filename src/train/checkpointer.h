@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "ckpt/format.h"
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "comm/process_group.h"
 #include "config/config.h"
 #include "common/events.h"

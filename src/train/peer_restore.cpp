@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/sharding.h"
+#include "plan/sharding.h"
 #include "train/ram_tier_copies.h"
 #include "train/shard_pieces.h"
 

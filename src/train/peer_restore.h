@@ -1,7 +1,7 @@
 // Restoring a sharded state from peers' RAM onto any mesh (issue #18): which floats of
 // which old shard go to which new rank. The old layout is fsdp x tensor shards (data
 // replicas hold the same shards); sources[shard] is the new rank that holds shard
-// `shard` of the chosen step (comm/ram_tier.h chose it). Every rank computes the same
+// `shard` of the chosen step (plan/ram_tier.h chose it). Every rank computes the same
 // plan, so senders and receivers agree on every transfer without asking each other. The
 // arithmetic is the disk path's (ckpt/reader.cpp): both sides' pieces in global indices.
 #pragma once
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "common/status.h"
 #include "model/model_config.h"
 

@@ -1,4 +1,4 @@
-// One shard's copy in a holder's RAM (the RAM tier, issue #18; comm/ram_tier.h decides
+// One shard's copy in a holder's RAM (the RAM tier, issue #18; plan/ram_tier.h decides
 // who holds what), double-buffered: a snapshot in flight is written into the spare
 // buffer and becomes the complete one only when Commit finds its checksum right, so a
 // copy torn by its sender's death (no Commit, or a wrong checksum) is never used and

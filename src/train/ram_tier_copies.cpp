@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "common/clock.h"
 #include "common/log.h"
 

@@ -1,5 +1,5 @@
 // The RAM tier of a sharded job, in one worker process (issue #18; the decisions are
-// comm/ram_tier.h, the holder's double buffer train/peer_snapshot.h):
+// plan/ram_tier.h, the holder's double buffer train/peer_snapshot.h):
 //
 //   - every memory_snapshot_period steps the trainer hands Send() its shard (params,
 //     adam_m, adam_v after the step's update); a thread sends it to the rank's buddies

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "comm/ram_tier.h"
+#include "plan/ram_tier.h"
 #include "common/log.h"
 #include "train/peer_restore.h"
 #include "train/trainer_impl.h"

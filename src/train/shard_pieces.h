@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "ckpt/format.h"
-#include "comm/mesh.h"
-#include "comm/sharding.h"
+#include "plan/mesh.h"
+#include "plan/sharding.h"
 #include "model/layout.h"
 #include "model/model_config.h"
 #include "train/train_state.h"

@@ -1,7 +1,7 @@
 // The training state of one rank and how ranks keep it consistent.
 //
 // Every rank holds the tensor-LOCAL model (heads and MLP rows divided by the tensor
-// degree; comm/sharding.h). Its flat buffer is cut into units: everything before layer
+// degree; plan/sharding.h). Its flat buffer is cut into units: everything before layer
 // 0, each layer, everything after the last layer (Transformer::UnitHooks). With FSDP
 // (fsdp > 1, ZeRO-3) each fsdp rank owns a 1/fsdp chunk of every unit: the master
 // parameters, the reduced gradient and both AdamW moments of its chunks only. The
@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "comm/process_group.h"
-#include "comm/sharding.h"
+#include "plan/sharding.h"
 #include "common/memory.h"
 #include "model/layout.h"
 #include "model/model_config.h"

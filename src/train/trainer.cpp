@@ -19,11 +19,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "comm/sharding.h"
+#include "plan/sharding.h"
 #include "common/files.h"
 #include "common/safe_path.h"
 #include "common/log.h"
 #include "config/derived.h"
+#include "plan/mesh_for_config.h"
+#include "train/dataset_for_config.h"
 #include "kernels/gemm.h"
 #include "model/flops.h"
 #include "train/mfu_peak.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "common/status.h"
 #include "common/memory.h"
 #include "config/config.h"

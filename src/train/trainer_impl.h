@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "comm/process_group.h"
 #include "common/clock.h"
 #include "common/events.h"

@@ -23,6 +23,7 @@
 #include "wire/worker_messages.h"
 #include "common/process.h"
 #include "kernels/gemm.h"  // SetComputeThreads
+#include "comm/rendezvous_store.h"  // MakeGlooStore
 #include "store/store.h"
 #include "train/mfu_peak.h"
 #include "train/trainer.h"

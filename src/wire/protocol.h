@@ -73,7 +73,7 @@ struct AgentInfo {
 };
 
 // A copy of one shard of a sharded generation's state that a worker holds in RAM (its
-// own shard, or a buddy's copy: the RAM tier, comm/ram_tier.h). `shard` numbers the
+// own shard, or a buddy's copy: the RAM tier, plan/ram_tier.h). `shard` numbers the
 // distinct shards of that generation's mesh: fsdp coordinate * tensor + tensor coordinate
 // (the rank at data coordinate 0).
 struct HeldCopy {

@@ -9,7 +9,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
-#include "comm/sharding.h"
+#include "plan/sharding.h"
 #include "common/files.h"
 #include "model/layout.h"
 #include "test_dirs.h"

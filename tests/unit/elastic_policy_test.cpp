@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "wire/job_state.h"
 #include "elastic/policy.h"
 #include "wire/protocol.h"

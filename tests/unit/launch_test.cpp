@@ -19,7 +19,7 @@
 #include "wire/program_messages.h"
 #include "launch/master_address.h"
 #include "launch/rank_env.h"
-#include "comm/process_group.h"  // MakeFileStore
+#include "comm/rendezvous_store.h"  // MakeFileStore
 #include "test_dirs.h"
 
 #include <gloo/rendezvous/store.h>

@@ -1,4 +1,4 @@
-// The device mesh (comm/mesh.h) and sharding (comm/sharding.h): resolution of the ici_*
+// The device mesh (plan/mesh.h) and sharding (plan/sharding.h): resolution of the ici_*
 // keys for world sizes 1..8, -1 fill, the automatic rule, every error naming its keys,
 // rank <-> coordinates, group membership, tensor-parallel slices of real layouts and
 // FSDP shard ranges.
@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <set>
 
-#include "comm/mesh.h"
-#include "comm/sharding.h"
+#include "plan/mesh.h"
+#include "plan/sharding.h"
 #include "config/config.h"
 #include "model/flops.h"
 #include "model/layout.h"

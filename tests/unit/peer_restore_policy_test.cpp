@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "elastic/fencing.h"
 #include "elastic/policy.h"
 #include "policy_test_builders.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ckpt/format.h"
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "model/layout.h"
 #include "model/model_config.h"
 #include "train/peer_restore.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "elastic/policy.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"

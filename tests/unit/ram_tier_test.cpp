@@ -1,5 +1,5 @@
 // The RAM tier's pieces (issue #18): buddy placement and the choice of a peer restore
-// (comm/ram_tier.h), and a holder's double-buffered snapshot and its checksums
+// (plan/ram_tier.h), and a holder's double-buffered snapshot and its checksums
 // (train/peer_snapshot.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/ram_tier.h"
+#include "plan/ram_tier.h"
 #include "train/peer_snapshot.h"
 
 namespace elastrain {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "model/model_config.h"
 #include "train/train_state.h"
 

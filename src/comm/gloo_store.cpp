@@ -1,14 +1,13 @@
-// MakeGlooStore: Gloo's rendezvous::Store over a Store, so that ProcessGroup::Connect
-// meets its peers through etcd in cluster mode. Gloo expects its store to throw (it
-// catches gloo::IoException around connectFullMesh), so this adapter is the one place
-// where Store errors become exceptions; ProcessGroup turns them back into a Status.
+// MakeGlooStore (comm/rendezvous_store.h): Gloo's rendezvous::Store over a Store, so that
+// ProcessGroup::Connect meets its peers through etcd in cluster mode; the adapter throws
+// gloo::IoException on a store error, as Gloo expects.
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/store.h>
 
 #include <algorithm>
 #include <thread>
 
-#include "store/store.h"
+#include "comm/rendezvous_store.h"
 
 namespace elastrain {
 

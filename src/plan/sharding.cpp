@@ -1,4 +1,4 @@
-#include "comm/sharding.h"
+#include "plan/sharding.h"
 
 #include <fmt/format.h>
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 #include "model/layout.h"
 #include "model/model_config.h"
 

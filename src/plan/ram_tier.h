@@ -8,7 +8,7 @@
 //                      newest such step, and which survivor serves each shard; or why not,
 //                      so that the plan falls back to the newest disk checkpoint.
 //
-// Here, in comm/, because both sides use them: the trainer places its copies with
+// Here, in plan/, because both sides use them: the trainer places its copies with
 // BuddyRanks (train/ram_tier_copies.h), the controller plans with ChoosePeerRestore
 // (elastic/policy.cpp). A shard (owner) is a shard id of the old mesh: fsdp coordinate *
 // tensor + tensor coordinate; holders are old ranks.

@@ -1,4 +1,4 @@
-#include "comm/mesh.h"
+#include "plan/mesh.h"
 
 #include <fmt/format.h>
 

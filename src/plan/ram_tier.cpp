@@ -1,4 +1,4 @@
-#include "comm/ram_tier.h"
+#include "plan/ram_tier.h"
 
 #include <algorithm>
 #include <map>
