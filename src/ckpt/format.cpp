@@ -8,19 +8,11 @@
 
 namespace elastrain::ckpt {
 
-const char* KindName(StateKind k) {
-  switch (k) {
-    case StateKind::kParams: return "params";
-    case StateKind::kAdamM: return "adam_m";
-    case StateKind::kAdamV: return "adam_v";
-  }
-  return "?";
-}
+const char* KindName(StateKind k) { return ChoiceWord(kStateKindChoices, k).data(); }
 
 Result<StateKind> KindFromName(const std::string& name) {
-  for (StateKind k : kAllKinds)
-    if (name == KindName(k)) return k;
-  return Status::InvalidArgument(fmt::format("state kind '{}': expected params, adam_m or adam_v", name));
+  if (const std::optional<StateKind> k = ParseChoice(kStateKindChoices, name)) return *k;
+  return Status::InvalidArgument(ChoiceRefusal(kStateKindChoices, "state kind '" + name + "'"));
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {

@@ -9,10 +9,12 @@
 // Plain data; no I/O here.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/choice.h"
 #include "common/status.h"
 
 namespace elastrain::ckpt {
@@ -28,7 +30,14 @@ inline constexpr char kCheckpointsDir[] = "checkpoints";
 // params-only restore (or `checkpoint export`) never reads them.
 enum class StateKind { kParams, kAdamM, kAdamV };
 inline constexpr StateKind kAllKinds[] = {StateKind::kParams, StateKind::kAdamM, StateKind::kAdamV};
+// The words of the kinds, in manifests and shard file names.
+inline constexpr std::array<Choice<StateKind>, 3> kStateKindChoices = {{
+    {"params", StateKind::kParams},
+    {"adam_m", StateKind::kAdamM},
+    {"adam_v", StateKind::kAdamV},
+}};
 const char* KindName(StateKind k);  // "params" / "adam_m" / "adam_v"
+// InvalidArgument "state kind 'x': expected one of params, adam_m, adam_v" for another word.
 Result<StateKind> KindFromName(const std::string& name);
 
 struct PieceSpec {

@@ -78,10 +78,9 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
   std::vector<Capacity> caps = {Capacity::kSpot, Capacity::kOnDemand, Capacity::kMix};
   if (a.Has("--capacity")) {
     const std::string c = a.String("--capacity", "");
-    if (c == "spot") caps = {Capacity::kSpot};
-    else if (c == "on-demand") caps = {Capacity::kOnDemand};
-    else if (c == "mix") caps = {Capacity::kMix};
-    else return Status::InvalidArgument(fmt::format("--capacity {}: expected one of spot, on-demand, mix", c));
+    const std::optional<Capacity> cap = ParseChoice(kCapacityChoices, c);
+    if (!cap) return Status::InvalidArgument(ChoiceRefusal(kCapacityChoices, "--capacity " + c));
+    caps = {*cap};
   }
   // Without --hosts: the best plan's offer and host count (among the chosen capacities).
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t hosts, a.Integer("--hosts", 0, 1, 100000));

@@ -80,7 +80,7 @@ void PrintLaunchSummary(const JobRecord& r, const TrainConfig& cfg, const std::s
 int RunEmbeddedJob(const TrainConfig& cfg) {
   const bool launched = !cfg.launch_program.empty();
   // Tokenise the corpus once here, so that the workers find the token cache ready.
-  if (!launched && cfg.dataset_type == "text") {
+  if (!launched && cfg.dataset_type == DatasetType::kText) {
     auto d = OpenDataset(DatasetOptionsForConfig(cfg));
     if (!d.ok()) return Fail(d.status());
   }

@@ -44,11 +44,14 @@ class FdSink : public spdlog::sinks::base_sink<std::mutex> {
 
 }  // namespace
 
-bool SetLogLevel(const std::string& level) {
-  auto lvl = spdlog::level::from_str(level);
-  if (lvl == spdlog::level::off && level != "off") return false;
-  spdlog::set_level(lvl);
-  return true;
+void SetLogLevel(LogLevel level) {
+  switch (level) {
+    case LogLevel::kTrace: return spdlog::set_level(spdlog::level::trace);
+    case LogLevel::kDebug: return spdlog::set_level(spdlog::level::debug);
+    case LogLevel::kInfo: return spdlog::set_level(spdlog::level::info);
+    case LogLevel::kWarn: return spdlog::set_level(spdlog::level::warn);
+    case LogLevel::kError: return spdlog::set_level(spdlog::level::err);
+  }
 }
 
 void AddLogFile(const std::string& path) {

@@ -6,10 +6,12 @@
 
 #include <string>
 
+#include "common/log_level.h"
+
 namespace elastrain {
 
-// Sets the level from a name ("debug", "info", "warn", "error"); false if unknown.
-bool SetLogLevel(const std::string& level);
+// Sets the process-wide level (every logger). Thread-safe.
+void SetLogLevel(LogLevel level);
 // Adds a file sink (the run's human log) beside the console sink, once per path per
 // process. Thread-safe.
 void AddLogFile(const std::string& path);

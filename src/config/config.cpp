@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <utility>
 #include <variant>
 
 #include "common/files.h"
@@ -37,10 +38,30 @@ std::string Prefix(const Source& src) { return src.name.empty() ? "" : src.name 
 
 // The config being built. MaxText files' model keys are held apart: MaxText replaces them
 // with the model_name preset's, so they apply only with model_name=default (ApplyMaxTextModel).
+//
+// A MaxText file may hold a word of MaxText's that a choice key of ours lacks (its
+// base.yml's dataset_type: tfds). Such a word is refused only if nothing later sets the
+// key (a file further down the base_config chain, or the command line), and a model key's
+// only if the file's model keys apply (model_name: default).
 struct Loading {
   TrainConfig c;
   TrainConfig maxtext_model;             // only its shape keys and decoder_block are used
   std::vector<std::string>* ignored = nullptr;
+  std::vector<std::pair<std::string, Status>> refused;  // key, its error; in file order
+
+  void Refuse(const std::string& key, const Status& st) {
+    Settled(key);
+    refused.emplace_back(key, st);
+  }
+  void Settled(const std::string& key) {
+    std::erase_if(refused, [&](const auto& r) { return r.first == key; });
+  }
+  // The first refusal that stands, once every file and override is applied.
+  Status Refusal() {
+    if (c.model_name != "default")
+      std::erase_if(refused, [](const auto& r) { return IsMaxTextModelKey(r.first); });
+    return refused.empty() ? Status::OK() : refused.front().second;
+  }
 };
 
 void NoteIgnored(const std::string& key, std::vector<std::string>* ignored) {
@@ -81,7 +102,11 @@ Status ApplyOverride(const std::string& key_in, const std::string& value, Loadin
     return Status::InvalidArgument(
         fmt::format("base_config={}: only a config file names the file it inherits from; give that file as CONFIG",
                     value));
-  if (const ConfigKey* k = FindConfigKey(key)) return SetValue(cli, *k, value, &l->c);
+  if (const ConfigKey* k = FindConfigKey(key)) {
+    ELASTRAIN_RETURN_IF_ERROR(SetValue(cli, *k, value, &l->c));
+    l->Settled(key);
+    return Status::OK();
+  }
   if (IsMaxTextOnlyKey(key)) {
     ELASTRAIN_RETURN_IF_ERROR(CheckMaxTextOnlyValue("", key, YAML::Node(value)));
     NoteIgnored(key, l->ignored);
@@ -121,7 +146,14 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
     const std::string value = v.IsNull() ? "" : v.Scalar();
     if (src.maxtext_file && IsMaxTextSentinel(key, value)) continue;
     TrainConfig* target = src.maxtext_file && IsMaxTextModelKey(key) ? &l->maxtext_model : &l->c;
-    ELASTRAIN_RETURN_IF_ERROR(SetValue(src, *k, value, target));
+    const Status st = SetValue(src, *k, value, target);
+    if (st.ok()) {
+      l->Settled(key);
+    } else if (src.maxtext_file && std::holds_alternative<ChoiceField>(k->field)) {
+      l->Refuse(key, st);
+    } else {
+      return st;
+    }
   }
   return Status::OK();
 }
@@ -185,9 +217,7 @@ Status ResolveModel(TrainConfig* c) {
   }
   for (const ShapeKey& k : kShapeKeys)
     if (given.*k.field > 0) m.*k.field = given.*k.field;
-  if (!c->decoder_block.empty()) {
-    ELASTRAIN_ASSIGN_OR_RETURN(m.family, ParseFamily(c->decoder_block));
-  }
+  if (c->decoder_block) m.family = *c->decoder_block;
 
   const int64_t T = c->max_target_length > 0 ? c->max_target_length : std::min<int64_t>(m.max_seq_len, 128);
   if (custom) {
@@ -204,7 +234,7 @@ Status ResolveModel(TrainConfig* c) {
   ELASTRAIN_RETURN_IF_ERROR(m.Validate());
   c->model = m;
   c->max_target_length = T;
-  c->decoder_block = FamilyName(m.family);
+  c->decoder_block = m.family;
   return Status::OK();
 }
 
@@ -218,7 +248,7 @@ void ApplyMaxTextModel(const TrainConfig& from, TrainConfig* c) {
   if (c->model_name != "default") return;  // the preset replaces them, as in MaxText
   for (const ShapeKey& k : kShapeKeys)
     if (c->model.*k.field == 0) c->model.*k.field = from.model.*k.field;
-  if (c->decoder_block.empty()) c->decoder_block = from.decoder_block;
+  if (!c->decoder_block) c->decoder_block = from.decoder_block;
 }
 
 // Defaults, then `files` in order (a base_config chain, or one file), then overrides.
@@ -235,6 +265,7 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
       return Status::InvalidArgument(fmt::format("override '{}': expected key=value (e.g. steps=100)", o));
     ELASTRAIN_RETURN_IF_ERROR(ApplyOverride(o.substr(0, eq), o.substr(eq + 1), &l));
   }
+  ELASTRAIN_RETURN_IF_ERROR(l.Refusal());
   TrainConfig& c = l.c;
   ApplyMaxTextModel(l.maxtext_model, &c);
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));

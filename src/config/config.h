@@ -5,12 +5,15 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/choice.h"
+#include "common/dataset_type.h"
 #include "common/dtype.h"
 #include "common/gemm_backend.h"
+#include "common/log_level.h"
 #include "common/status.h"
 #include "model/activations.h"
 #include "model/model_config.h"
@@ -18,7 +21,8 @@
 namespace elastrain {
 
 // The keys with a fixed set of words are enums from the moment the config loads; each
-// table below (and kRematPolicyChoices, kGemmBackendChoices) is the one list of a key's
+// table below (and kRematPolicyChoices, kGemmBackendChoices, kLogLevelChoices,
+// kDatasetTypeChoices, kModelFamilyChoices) is the one list of a key's
 // words, used to parse it, print it and name the allowed values in errors.
 
 // fail_at_step's failure (configs/base.yml).
@@ -68,11 +72,13 @@ struct TrainConfig {
   // --- run ---
   std::string run_name = "elastrain_run";
   std::string base_output_directory = "runs";
-  std::string log_level = "info";
+  LogLevel log_level = LogLevel::kInfo;  // trace | debug | info | warn | error
   int64_t log_period = 10;        // steps between metrics.jsonl lines
   // --- model (model_name picks a preset; base_* keys given explicitly override it) ---
   std::string model_name = "small";
-  std::string decoder_block;      // llama | gpt2; empty: from the preset
+  // llama | gpt2 (MaxText's llama2, llama3, gpt3 too); unset: the preset's family. After
+  // LoadConfig always set, to model.family.
+  std::optional<ModelFamily> decoder_block;
   ModelConfig model;              // resolved shapes (filled by LoadConfig)
   // --- batch ---
   // Key per_device_batch_size as given: rows per worker per accumulation step, which
@@ -97,7 +103,7 @@ struct TrainConfig {
   RematPolicy remat_policy = RematPolicy::kNone;  // none | full
   int64_t init_weights_seed = 0;
   // --- data ---
-  std::string dataset_type = "synthetic";    // synthetic | text
+  DatasetType dataset_type = DatasetType::kSynthetic;  // synthetic | text
   std::string dataset_path;                  // text: a file or a directory of text files
   std::string tokenizer_path;                // sentencepiece .model; empty: bytes
   int64_t data_shuffle_seed = 0;

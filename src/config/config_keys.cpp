@@ -26,16 +26,32 @@ namespace elastrain {
                     +[] { return ChoiceList(table); }, hint},                                      \
         doc                                                                                        \
   }
+// OPTIONAL_CHOICE: the same for a std::optional enum field, which the empty word unsets.
+#define OPTIONAL_CHOICE(name, group, expr, table, hint, doc)                                         \
+  ConfigKey {                                                                                      \
+    name, group,                                                                                   \
+        ChoiceField{+[](TrainConfig& c, std::string_view w) {                                      \
+                      const auto v = ParseChoice(table, w);                                        \
+                      if (v) c.expr = *v;                                                          \
+                      else if (w.empty()) c.expr.reset();                                          \
+                      return v.has_value() || w.empty();                                           \
+                    },                                                                             \
+                    +[](const TrainConfig& c) {                                                    \
+                      return c.expr ? ChoiceWord(table, *c.expr) : std::string_view();             \
+                    },                                                                             \
+                    +[] { return ChoiceList(table); }, hint},                                      \
+        doc                                                                                        \
+  }
 
 const std::vector<ConfigKey>& ConfigKeys() {
   static const std::vector<ConfigKey> keys = {
       KEY("run_name", "run", run_name, "outputs go to base_output_directory/run_name; no '/'"),
       KEY("base_output_directory", "run", base_output_directory, "directory that holds one folder per run"),
-      KEY("log_level", "run", log_level, "trace | debug | info | warn | error"),
+      CHOICE("log_level", "run", log_level, kLogLevelChoices, "", "trace | debug | info | warn | error"),
       KEY("log_period", "run", log_period, "steps between metrics.jsonl lines, in [1, 2^40]"),
 
       KEY("model_name", "model", model_name, "tiny | tiny-gpt2 | small | gpt2-124m | MaxText's llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b, gpt3-175b | default (set every shape key)"),
-      KEY("decoder_block", "model", decoder_block, "llama | gpt2 (MaxText's llama2, llama3, gpt3 too); empty: the preset's family"),
+      OPTIONAL_CHOICE("decoder_block", "model", decoder_block, kModelFamilyChoices, kDecoderBlockHint, "llama | gpt2 (MaxText's llama2, llama3, gpt3 too); empty: the preset's family"),
       KEY("base_emb_dim", "model", model.emb_dim, "model width C, in [1, 131072]; 0: from the preset"),
       KEY("base_num_query_heads", "model", model.num_heads, "query heads, in [1, 4096]; 0: from the preset"),
       KEY("base_num_kv_heads", "model", model.num_kv_heads, "key/value heads, must divide the query heads, in [1, 4096]; 0: from the preset"),
@@ -62,7 +78,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       CHOICE("remat_policy", "optimisation", remat_policy, kRematPolicyChoices, " (elastrain implements only these; MaxText's finer policies are not supported)", "none | full (recompute each block's activations in backward)"),
       KEY("init_weights_seed", "optimisation", init_weights_seed, "seed of the weight initialisation (any 64-bit integer)"),
 
-      KEY("dataset_type", "data", dataset_type, "synthetic | text"),
+      CHOICE("dataset_type", "data", dataset_type, kDatasetTypeChoices, " (MaxText's tfds, hf and grain pipelines are not implemented: add dataset_type=synthetic, or dataset_type=text with dataset_path)", "synthetic | text"),
       KEY("dataset_path", "data", dataset_path, "text: a file or a directory of text files"),
       KEY("tokenizer_path", "data", tokenizer_path, "sentencepiece .model; empty: bytes"),
       KEY("data_shuffle_seed", "data", data_shuffle_seed, "seed of the data order (any 64-bit integer)"),
@@ -123,6 +139,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
 }
 #undef KEY
 #undef CHOICE
+#undef OPTIONAL_CHOICE
 
 const ConfigKey* FindConfigKey(std::string_view name) {
   for (const ConfigKey& k : ConfigKeys())

@@ -11,14 +11,7 @@
 
 namespace elastrain {
 
-const char* CapacityName(Capacity c) {
-  switch (c) {
-    case Capacity::kSpot: return "spot";
-    case Capacity::kOnDemand: return "on-demand";
-    case Capacity::kMix: return "mix";
-  }
-  return "?";
-}
+const char* CapacityName(Capacity c) { return ChoiceWord(kCapacityChoices, c).data(); }
 
 PreemptionModel DefaultPreemption(Capacity c) {
   PreemptionModel m;

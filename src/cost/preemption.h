@@ -3,15 +3,23 @@
 // replayed from a trace. Defaults and their sources: docs/cost.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/choice.h"
 #include "common/status.h"
 
 namespace elastrain {
 
 enum class Capacity { kSpot, kOnDemand, kMix };
+// The words of `elastrain cost` (--capacity) and its reports.
+inline constexpr std::array<Choice<Capacity>, 3> kCapacityChoices = {{
+    {"spot", Capacity::kSpot},
+    {"on-demand", Capacity::kOnDemand},
+    {"mix", Capacity::kMix},
+}};
 const char* CapacityName(Capacity c);  // "spot", "on-demand", "mix"
 
 // One outcome of "how many hosts does an interruption event take".

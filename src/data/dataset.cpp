@@ -150,12 +150,13 @@ Result<std::unique_ptr<Dataset>> OpenDataset(const DatasetOptions& o) {
     return Status::InvalidArgument("eval_split_fraction=" + std::to_string(o.eval_split_fraction) +
                                    ": expected a number in [0, 1)");
   std::unique_ptr<Dataset> ds;
-  if (o.type == "synthetic") {
-    ds = std::make_unique<SyntheticDataset>(o.seq_len, o.vocab_size, o.seed);
-  } else if (o.type == "text") {
-    ELASTRAIN_ASSIGN_OR_RETURN(ds, OpenTextDataset(o));
-  } else {
-    return Status::InvalidArgument("dataset_type=" + o.type + ": expected synthetic or text");
+  switch (o.type) {
+    case DatasetType::kSynthetic:
+      ds = std::make_unique<SyntheticDataset>(o.seq_len, o.vocab_size, o.seed);
+      break;
+    case DatasetType::kText:
+      ELASTRAIN_ASSIGN_OR_RETURN(ds, OpenTextDataset(o));
+      break;
   }
   LOG_INFO("{}", ds->Describe());
   return ds;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "common/dataset_type.h"
 #include "common/status.h"
 
 namespace elastrain {
@@ -13,7 +14,7 @@ namespace elastrain {
 enum class Split { kTrain, kEval };
 
 struct DatasetOptions {
-  std::string type = "synthetic";  // synthetic | text
+  DatasetType type = DatasetType::kSynthetic;
   std::string path;                // text: a text file or a directory of text files
   std::string tokenizer_path;      // text: sentencepiece .model; empty: bytes
   std::string cache_dir;           // text: where token caches live; empty: no cache

@@ -6,15 +6,11 @@
 
 namespace elastrain {
 
-const char* FamilyName(ModelFamily f) { return f == ModelFamily::kLlama ? "llama" : "gpt2"; }
+const char* FamilyName(ModelFamily f) { return ChoiceWord(kModelFamilyChoices, f).data(); }
 
 Result<ModelFamily> ParseFamily(const std::string& s) {
-  if (s == "llama" || s == "llama2" || s == "llama3") return ModelFamily::kLlama;
-  if (s == "gpt2" || s == "gpt3" || s == "gpt") return ModelFamily::kGpt2;
-  return Status::InvalidArgument(fmt::format(
-      "decoder_block={}: expected one of llama, gpt2 (MaxText's llama2, llama3 and gpt3 name these; its other "
-      "blocks are not implemented)",
-      s));
+  if (const std::optional<ModelFamily> f = ParseChoice(kModelFamilyChoices, s)) return *f;
+  return Status::InvalidArgument(ChoiceRefusal(kModelFamilyChoices, "decoder_block=" + s) + kDecoderBlockHint);
 }
 
 Status ModelConfig::Validate() const {

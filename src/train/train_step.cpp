@@ -123,7 +123,7 @@ Result<double> Trainer::AgreeOnStep(int64_t step, double loss_sum, int* stop) {
 }
 
 Result<double> Trainer::Evaluate() {
-  Phase("eval");
+  Phase(TrainPhase::kEval);
   const int64_t available = data_->num_samples(Split::kEval);
   const int64_t want = std::min(available, cfg_.eval_steps * cfg_.per_device_batch_size);
   std::vector<int64_t> idx;
@@ -138,7 +138,7 @@ Result<double> Trainer::Evaluate() {
   }
   loss_sum /= mesh_->tensor();
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&loss_sum, 1));
-  Phase("train");
+  Phase(TrainPhase::kTrain);
   return loss_sum / static_cast<double>(want * T_);
 }
 

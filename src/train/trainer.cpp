@@ -38,7 +38,7 @@ namespace elastrain {
 Status Trainer::Setup() {
   start_ = Clock::now();
   job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallSeconds();
-  Phase("setup");
+  Phase(TrainPhase::kSetup);
   SetGemmBackend(cfg_.gemm_backend);
   SetGemmDtype(cfg_.dtype);
   if (cfg_.dtype == ComputeDtype::kBfloat16 && !CpuHasBf16())
@@ -196,7 +196,7 @@ void Trainer::LogSetup() const {
 
 // ---------------------------------------------------------------- restoring
 Status Trainer::Restore() {
-  Phase("restore");
+  Phase(TrainPhase::kRestore);
   const auto restore_start = Clock::now();
   bool from_memory = ctx_.restore.kind == RestoreSpec::Kind::kMemory && holds_replica();
   bool from_peers = ctx_.restore.kind == RestoreSpec::Kind::kPeers;
@@ -334,7 +334,7 @@ Status Trainer::RestoreFromMemory() {
 // ---------------------------------------------------------------- the step loop
 Status Trainer::Run(GenerationResult* out) {
   BeginSummary(out);
-  Phase("train");
+  Phase(TrainPhase::kTrain);
   if (start_step_ == 0) ELASTRAIN_RETURN_IF_ERROR(EvaluateAndRecord(0, &out->summary));
   if (start_step_ >= cfg_.steps) LOG_INFO("resumed at step {} of {}: nothing left to train", start_step_, cfg_.steps);
   loop_start_ = Clock::now();
@@ -416,7 +416,7 @@ Result<double> Trainer::CheckpointIfDue(int64_t done, double step_seconds) {
 }
 
 Status Trainer::StopAtBoundary(int64_t done, int stop, GenerationResult* out) {
-  Phase("checkpoint");
+  Phase(TrainPhase::kCheckpoint);
   progress_.Finish();
   LOG_INFO("stopping after step {} ({})", done, DescribeStopReasons(stop));
   ELASTRAIN_RETURN_IF_ERROR(ckpt_->SaveNow(done, DataStateAt(done)).status());
@@ -429,7 +429,7 @@ Status Trainer::StopAtBoundary(int64_t done, int stop, GenerationResult* out) {
 
 Status Trainer::Finish(GenerationResult* out) {
   TrainSummary& s = out->summary;
-  Phase("checkpoint");
+  Phase(TrainPhase::kCheckpoint);
   ELASTRAIN_RETURN_IF_ERROR(ckpt_->Flush());
   ELASTRAIN_RETURN_IF_ERROR(EvaluateAndRecord(cfg_.steps, &s));
   progress_.Finish();

@@ -21,6 +21,7 @@
 #include "train/carried_state.h"
 #include "train/run_summary.h"
 #include "wire/stop_reason.h"
+#include "wire/worker_vocab.h"
 
 namespace gloo::rendezvous {
 class Store;
@@ -65,7 +66,7 @@ struct GenerationControl {
   // True when the generation must end at once, without agreement (its plan is gone).
   std::function<bool()> aborted;
   std::function<void(const StepReport&)> on_step;
-  std::function<void(const std::string& phase)> on_phase;  // setup, restore, train, eval, checkpoint
+  std::function<void(TrainPhase phase)> on_phase;  // setup, restore, train, eval, checkpoint
   std::function<void(int64_t step)> on_checkpoint;          // chief: a checkpoint of `step` committed
   // Fencing (cluster mode): OK while the store says this generation is still the job's
   // current one; FailedPrecondition once it is not; another error when the store cannot

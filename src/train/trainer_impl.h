@@ -136,7 +136,7 @@ class Trainer {
     const std::string lost = ctx_.describe_lost_peers();
     return lost.empty() ? st : Status::Unavailable(st.message() + "; " + lost);
   }
-  void Phase(const std::string& p) {
+  void Phase(TrainPhase p) {
     if (ctx_.control.on_phase) ctx_.control.on_phase(p);
   }
   // Seconds all of this rank's groups have spent in collectives so far.

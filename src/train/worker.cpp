@@ -295,11 +295,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
     return r;
   };
   ctx.control.aborted = [this, gen] { return inbox_.abort_gen >= gen; };
-  ctx.control.on_phase = [this](const std::string& p) {
-    auto phase = Parse<TrainPhase>(p);
-    if (phase.ok()) progress_.SetPhase(phase.value());
-    else LOG_WARN("worker {}: {}", worker_id_, phase.status().message());
-  };
+  ctx.control.on_phase = [this](TrainPhase p) { progress_.SetPhase(p); };
   ctx.control.on_step = [this, gen](const StepReport& r) {
     progress_.step = r.step;
     Send(StepMessage{gen, r.step, r.start_step, r.loss, r.step_seconds, r.wall_time});

@@ -1,6 +1,8 @@
-// nlohmann::json conversions of the enums of wire/worker_vocab.h, for the (de)serialisers
-// in wire/ (protocol.cpp, worker_messages.cpp): an enum travels by its Name(); an
-// unknown name throws, and Load turns that into a Corruption naming the record.
+// nlohmann::json conversions of the enums of wire/worker_vocab.h and wire/job_state.h, for
+// the (de)serialisers in wire/ (protocol.cpp, worker_messages.cpp): an enum travels by the
+// word of its Choice table (common/choice.h); an unknown word throws, and Load turns that
+// into a Corruption naming the record. (Not NLOHMANN_JSON_SERIALIZE_ENUM, which would be
+// a second table and maps an unknown word silently to the first value.)
 #pragma once
 
 #include <stdexcept>

@@ -1,6 +1,7 @@
 // The words the controller, the agents and the workers use about a worker: each one an
-// enum with one Name() and one Parse<E>(), translated only at the JSON edge
-// (wire/protocol.cpp, wire/worker_messages.cpp); the strings on the wire are the names.
+// enum with one table of words (Choice, common/choice.h) behind its Name() and Parse<E>(),
+// translated only at the JSON edge (wire/vocab_json.h, used by wire/protocol.cpp and
+// wire/worker_messages.cpp); the strings on the wire are the words of these tables.
 //
 // A worker process's lifecycle (WorkerRecord::phase, set by its agent):
 //
@@ -33,8 +34,10 @@
 // member (IsFailureExit), a lost host, an outcome of failed; never preempted or ended.
 #pragma once
 
+#include <array>
 #include <string>
 
+#include "common/choice.h"
 #include "common/status.h"
 
 namespace elastrain {
@@ -68,6 +71,54 @@ inline bool IsChaosAction(CommandAction a) {
   return a == CommandAction::kKill || a == CommandAction::kHang || a == CommandAction::kHost;
 }
 
+// One table per enum: the words on the wire, and what a parse error lists. kNone's word
+// is "" (a record that has not set the field); it parses, and is not listed.
+inline constexpr std::array<Choice<WorkerPhase>, 6> kWorkerPhaseChoices = {{
+    {"", WorkerPhase::kNone},
+    {"starting", WorkerPhase::kStarting},
+    {"idle", WorkerPhase::kIdle},
+    {"running", WorkerPhase::kRunning},
+    {"leaving", WorkerPhase::kLeaving},
+    {"exited", WorkerPhase::kExited},
+}};
+inline constexpr std::array<Choice<TrainPhase>, 7> kTrainPhaseChoices = {{
+    {"", TrainPhase::kNone},
+    {"setup", TrainPhase::kSetup},
+    {"restore", TrainPhase::kRestore},
+    {"train", TrainPhase::kTrain},
+    {"eval", TrainPhase::kEval},
+    {"checkpoint", TrainPhase::kCheckpoint},
+    {"idle", TrainPhase::kIdle},
+}};
+inline constexpr std::array<Choice<GenerationOutcome>, 5> kGenerationOutcomeChoices = {{
+    {"", GenerationOutcome::kNone},
+    {"completed", GenerationOutcome::kCompleted},
+    {"stopped", GenerationOutcome::kStopped},
+    {"failed", GenerationOutcome::kFailed},
+    {"aborted", GenerationOutcome::kAborted},
+}};
+inline constexpr std::array<Choice<ExitKind>, 6> kExitKindChoices = {{
+    {"", ExitKind::kNone},
+    {"failure", ExitKind::kFailure},
+    {"preempted", ExitKind::kPreempted},
+    {"hung", ExitKind::kHung},
+    {"ended", ExitKind::kEnded},
+    {"success", ExitKind::kSuccess},
+}};
+inline constexpr std::array<Choice<RestoreKind>, 3> kRestoreKindChoices = {{
+    {"checkpoint", RestoreKind::kCheckpoint},
+    {"memory", RestoreKind::kMemory},
+    {"peers", RestoreKind::kPeers},
+}};
+inline constexpr std::array<Choice<CommandAction>, 5> kCommandActionChoices = {{
+    {"kill", CommandAction::kKill},
+    {"hang", CommandAction::kHang},
+    {"host", CommandAction::kHost},
+    {"terminate", CommandAction::kTerminate},
+    {"hung", CommandAction::kHung},
+}};
+
+// The word of a value (its table's).
 const char* Name(WorkerPhase v);
 const char* Name(TrainPhase v);
 const char* Name(GenerationOutcome v);
@@ -75,7 +126,8 @@ const char* Name(ExitKind v);
 const char* Name(RestoreKind v);
 const char* Name(CommandAction v);
 
-// The enum value named `name`; InvalidArgument listing the names when there is none.
+// The enum value named `name`; InvalidArgument "exit kind 'x': expected one of failure,
+// preempted, ..." when there is none (words come from other processes: any string).
 template <typename E>
 Result<E> Parse(const std::string& name);
 template <> Result<WorkerPhase> Parse<WorkerPhase>(const std::string& name);

@@ -99,7 +99,8 @@ TEST(MaxTextBaseYml, LoadsAsShippedWithItsValues) {
 TEST(MaxTextBaseYml, ItsDatasetTypeIsAClearError) {
   auto c = LoadConfig(Fixture("base.yml"), {}, nullptr);
   ASSERT_FALSE(c.ok());
-  EXPECT_THAT(c.status().message(), StartsWith("dataset_type=tfds: expected one of synthetic, text (MaxText's tfds"));
+  EXPECT_THAT(c.status().message(),
+              StartsWith(Fixture("base.yml") + ": dataset_type=tfds: expected one of synthetic, text (MaxText's tfds"));
   EXPECT_THAT(c.status().message(), HasSubstr("add dataset_type=synthetic"));
 }
 
@@ -155,7 +156,7 @@ TEST(MaxTextModels, PresetReplacesTheFilesModelKeys) {
   EXPECT_EQ(c->model.family, ModelFamily::kGpt2);
   EXPECT_EQ(c->model.emb_dim, 16);
   EXPECT_EQ(c->model.vocab_size, 1024);
-  EXPECT_EQ(c->decoder_block, "gpt2");
+  EXPECT_EQ(c->decoder_block, ModelFamily::kGpt2);
   auto o = LoadConfig(Fixture("base.yml"),
                       {"dataset_type=synthetic", "model_name=gpt3-52k", "max_target_length=64",
                        "base_num_decoder_layers=2"},
@@ -172,6 +173,31 @@ TEST(MaxTextModels, DecoderBlocksOfOtherFamiliesAreNamedErrors) {
   for (const char* block : {"llama2", "llama3"})
     EXPECT_TRUE(LoadConfig("", {"model_name=tiny", std::string("decoder_block=") + block}, nullptr).ok()) << block;
   EXPECT_TRUE(LoadConfig("", {"model_name=tiny-gpt2", "decoder_block=gpt3"}, nullptr).ok());
+}
+
+// A MaxText file's decoder_block is one of its model keys: with a preset it is replaced
+// (however unsupported), with model_name: default it is used, and refused by name.
+TEST(MaxTextModels, AFilesUnsupportedDecoderBlockCountsOnlyWhenTheFilesModelIsUsed) {
+  const std::string yaml = "max_segments_per_seq: 32\ndecoder_block: \"mistral\"\n";
+  auto preset = LoadConfigText(yaml + "model_name: tiny\n", "m.yml", {}, nullptr);
+  ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+  EXPECT_EQ(preset->decoder_block, ModelFamily::kLlama);
+  auto custom = LoadConfigText(yaml + "model_name: default\n", "m.yml", {}, nullptr);
+  ASSERT_FALSE(custom.ok());
+  EXPECT_THAT(custom.status().message(),
+              StartsWith("m.yml: decoder_block=mistral: expected one of llama, gpt2 (MaxText's llama2"));
+  // The command line's decoder_block replaces the file's.
+  auto cli = LoadConfigText(yaml + "model_name: default\n", "m.yml", {"decoder_block=gpt3"}, nullptr);
+  ASSERT_FALSE(cli.ok());  // no shapes given: the model, not the block, is the error now
+  EXPECT_THAT(cli.status().message(), StartsWith("base_emb_dim=0: model_name=default has no preset"));
+  // A later word of the key replaces a refused one; a later bad word is the one refused.
+  auto later = LoadConfigText("max_segments_per_seq: 32\ndataset_type: tfds\n", "d.yml", {"dataset_type=text"},
+                              nullptr);
+  ASSERT_FALSE(later.ok());
+  EXPECT_THAT(later.status().message(), StartsWith("dataset_path=: dataset_type=text needs"));
+  auto bad = LoadConfigText("max_segments_per_seq: 32\ndataset_type: tfds\n", "d.yml", {"dataset_type=hf"}, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), StartsWith("dataset_type=hf: expected one of synthetic, text"));
 }
 
 TEST(MaxTextModels, ModelFileWeightDtypeOtherThanFloat32IsRefused) {
@@ -193,7 +219,7 @@ TEST(MaxTextChain, BaseConfigIsFollowed) {
   EXPECT_EQ(c->model.vocab_size, 32000);  // base.yml's
   EXPECT_EQ(c->steps, 10);
   EXPECT_EQ(c->per_device_batch_size, 2);
-  EXPECT_EQ(c->dataset_type, "synthetic");
+  EXPECT_EQ(c->dataset_type, DatasetType::kSynthetic);
   EXPECT_EQ(c->max_target_length, 32);  // the command line's
   EXPECT_DOUBLE_EQ(c->learning_rate, 3e-5);
   EXPECT_THAT(ignored, Contains(std::string("max_segments_per_seq")));

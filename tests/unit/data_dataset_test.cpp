@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 
 DatasetOptions TextOptions(const std::string& dir, int64_t T) {
   DatasetOptions o;
-  o.type = "text";
+  o.type = DatasetType::kText;
   o.path = dir + "/corpus.txt";
   o.cache_dir = dir + "/out/.cache";
   o.seq_len = T;
@@ -97,21 +97,19 @@ TEST(DataDatasetTest, OptionErrorsNameTheKey) {
   DatasetOptions o;
   o.seq_len = 8;
   o.vocab_size = 256;
-  o.type = "parquet";
-  EXPECT_NE(OpenDataset(o).status().message().find("dataset_type=parquet"), std::string::npos);
-  o.type = "text";
+  o.type = DatasetType::kText;
   EXPECT_NE(OpenDataset(o).status().message().find("dataset_path"), std::string::npos);
   o.path = "/nonexistent/corpus";
   EXPECT_NE(OpenDataset(o).status().message().find("/nonexistent/corpus"), std::string::npos)
       << OpenDataset(o).status().ToString();
-  o.type = "synthetic";
+  o.type = DatasetType::kSynthetic;
   o.eval_split_fraction = 1.0;
   EXPECT_NE(OpenDataset(o).status().message().find("eval_split_fraction"), std::string::npos);
 }
 
 TEST(DataDatasetTest, SyntheticIsDeterministicAndLearnable) {
   DatasetOptions o;
-  o.type = "synthetic";
+  o.type = DatasetType::kSynthetic;
   o.seq_len = 16;
   o.vocab_size = 97;
   o.seed = 5;
