@@ -11,72 +11,20 @@
 #include "ckpt/checkpoint.h"
 #include "ckpt/fault.h"
 #include "common/files.h"
+#include "common/json.h"
 
 namespace elastrain::ckpt {
 
-using json = nlohmann::ordered_json;  // keeps fields in the documented order
+using json = nlohmann::ordered_json;  // written: keeps fields in the documented order
+using value_t = nlohmann::json::value_t;
+// Read strictly, every field required (common/json.h): errors name the file and the
+// field's path, e.g. "tensors[1].pieces.params[0].flat_end".
+using Reader = StrictReader;
 
 namespace {
 
 // Bound of each mesh axis and the world (the config's num_workers bound).
 constexpr int64_t kMaxMeshAxis = 1 << 20;
-
-// Typed access to a JSON object with the path of each field for error messages.
-class Reader {
- public:
-  Reader(const json& j, std::string origin, std::string path) : j_(j), origin_(std::move(origin)), path_(std::move(path)) {}
-  Status status() const { return st_; }
-  bool ok() const { return st_.ok(); }
-  const json* Get(const std::string& key, json::value_t want, const char* what) {
-    if (!st_.ok()) return nullptr;
-    if (!j_.is_object() || !j_.contains(key)) return Error(key, "missing");
-    const json& v = j_[key];
-    const bool match = v.type() == want || (want == json::value_t::number_integer && v.is_number_integer());
-    if (!match) return Error(key, std::string("expected ") + what);
-    return &v;
-  }
-  int64_t Int(const std::string& key) {
-    const json* v = Get(key, json::value_t::number_integer, "an integer");
-    if (v && v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
-      Error(key, fmt::format("{} does not fit a signed 64-bit integer", v->get<uint64_t>()));
-      return 0;
-    }
-    return v ? v->get<int64_t>() : 0;
-  }
-  // An integer in [lo, hi]; the error names the field, the value and the range.
-  int64_t IntIn(const std::string& key, int64_t lo, int64_t hi) {
-    const int64_t v = Int(key);
-    if (ok() && (v < lo || v > hi)) Error(key, fmt::format("{} is out of range: expected an integer in [{}, {}]", v, lo, hi));
-    return v;
-  }
-  std::string Str(const std::string& key) {
-    const json* v = Get(key, json::value_t::string, "a string");
-    return v ? v->get<std::string>() : std::string();
-  }
-  Reader Sub(const std::string& key, json::value_t want, const char* what) {
-    const json* v = Get(key, want, what);
-    return Reader(v ? *v : Null(), origin_, path_ + key, st_);
-  }
-  Reader At(size_t i) const { return Reader(j_[i], origin_, fmt::format("{}[{}]", Trim(path_), i), st_); }
-  size_t size() const { return j_.is_array() ? j_.size() : 0; }
-  const json& raw() const { return j_; }
-  const json* Error(const std::string& key, const std::string& what) {
-    if (st_.ok()) st_ = Status::Corruption(fmt::format("{}: field '{}{}': {}", origin_, path_, key, what));
-    return nullptr;
-  }
-
- private:
-  Reader(const json& j, std::string origin, std::string path, Status st)
-      : j_(j), origin_(std::move(origin)), path_(std::move(path) + "."), st_(std::move(st)) {}
-  static const json& Null() {
-    static const json n = json::array();
-    return n;
-  }
-  static std::string Trim(const std::string& p) { return p.empty() || p.back() != '.' ? p : p.substr(0, p.size() - 1); }
-  const json& j_;
-  std::string origin_, path_;
-  Status st_;
-};
 
 json PieceToJson(const PieceRecord& r, bool with_tensor) {
   json j = {{"file", r.file},
@@ -97,8 +45,8 @@ json PieceToJson(const PieceRecord& r, bool with_tensor) {
 
 std::vector<int64_t> Shape(Reader& r, const std::string& key) {
   std::vector<int64_t> shape;
-  Reader s = r.Sub(key, json::value_t::array, "an array of integers");
-  for (const json& d : s.raw()) {
+  Reader s = r.Sub(key, value_t::array, "an array of integers");
+  for (const nlohmann::json& d : s.raw()) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0) {
       r.Error(key, "expected non-negative integers");
       break;
@@ -151,17 +99,17 @@ std::string ShardFileInfoToJson(const std::vector<ShardFileInfo>& files) {
 }
 
 Result<std::vector<ShardFileInfo>> ShardFileInfoFromJson(const std::string& text) {
-  json j = json::parse(text, nullptr, false);
-  if (!j.is_array()) return Status::Corruption("shard file info: not a JSON array");
+  ELASTRAIN_ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(text, "shard file info"));
+  if (!j.is_array()) return Status::Corruption(fmt::format("shard file info: expected a JSON array, got {}", JsonTypeName(j)));
   std::vector<ShardFileInfo> out;
-  Reader files(j, "shard file info", "");
+  Reader files(j, "shard file info");
   for (size_t i = 0; i < files.size(); ++i) {
     Reader f = files.At(i);
     ShardFileInfo s;
     s.file = f.Str("file");
     s.bytes = f.IntIn("bytes", 0, INT64_MAX);
     const std::string kind = f.Str("kind");
-    Reader pieces = f.Sub("pieces", json::value_t::array, "an array");
+    Reader pieces = f.Sub("pieces", value_t::array, "an array");
     ELASTRAIN_RETURN_IF_ERROR(pieces.status());
     ELASTRAIN_ASSIGN_OR_RETURN(s.kind, KindFromName(kind));
     for (size_t k = 0; k < pieces.size(); ++k) {
@@ -202,9 +150,12 @@ std::string ManifestToJson(const Manifest& m) {
 }
 
 Result<Manifest> ManifestFromJson(const std::string& text, const std::string& origin) {
-  json j = json::parse(text, nullptr, false);
-  if (!j.is_object()) return Status::Corruption(origin + ": not a JSON object (truncated or not a manifest)");
-  Reader r(j, origin, "");
+  auto parsed = ParseJson(text, origin);
+  if (!parsed.ok()) return Status::Corruption(parsed.status().message() + " (truncated or not a manifest)");
+  const nlohmann::json& j = parsed.value();
+  if (!j.is_object())
+    return Status::Corruption(fmt::format("{}: expected a JSON object, got {} (not a manifest)", origin, JsonTypeName(j)));
+  Reader r(j, origin);
   const std::string format = r.Str("format");
   const int64_t version = r.Int("version");
   ELASTRAIN_RETURN_IF_ERROR(r.status());
@@ -218,20 +169,20 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
   m.step = r.IntIn("step", 0, INT64_MAX);
   m.config_yaml = r.Str("config_yaml");
   m.rng_state = r.Str("rng_state");
-  Reader mesh = r.Sub("mesh", json::value_t::object, "an object");
+  Reader mesh = r.Sub("mesh", value_t::object, "an object");
   m.mesh = {static_cast<int>(mesh.IntIn("data", 1, kMaxMeshAxis)), static_cast<int>(mesh.IntIn("fsdp", 1, kMaxMeshAxis)),
             static_cast<int>(mesh.IntIn("tensor", 1, kMaxMeshAxis)), static_cast<int>(mesh.IntIn("world", 1, kMaxMeshAxis))};
   ELASTRAIN_RETURN_IF_ERROR(mesh.status());
   if (static_cast<int64_t>(m.mesh.data) * m.mesh.fsdp * m.mesh.tensor != m.mesh.world)  // each <= 2^20: no overflow
     return Status::Corruption(fmt::format("{}: field 'mesh.world' is {}, expected data*fsdp*tensor = {}*{}*{}", origin,
                                           m.mesh.world, m.mesh.data, m.mesh.fsdp, m.mesh.tensor));
-  Reader ds = r.Sub("data_state", json::value_t::object, "an object");
+  Reader ds = r.Sub("data_state", value_t::object, "an object");
   m.data.seed = static_cast<uint64_t>(ds.Int("seed"));
   m.data.epoch = ds.IntIn("epoch", 0, INT64_MAX);
   m.data.step = ds.IntIn("step", 0, INT64_MAX);
   m.data.consumed_samples = ds.IntIn("consumed_samples", 0, INT64_MAX);
   ELASTRAIN_RETURN_IF_ERROR(ds.status());
-  Reader files = r.Sub("files", json::value_t::array, "an array");
+  Reader files = r.Sub("files", value_t::array, "an array");
   ELASTRAIN_RETURN_IF_ERROR(files.status());
   for (size_t i = 0; i < files.size(); ++i) {
     Reader f = files.At(i);
@@ -245,7 +196,7 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
       return Status::Corruption(fmt::format("{}: field 'files[{}].name': '{}' is not a plain file name", origin, i, rec.name));
     m.files.push_back(rec);
   }
-  Reader tensors = r.Sub("tensors", json::value_t::array, "an array");
+  Reader tensors = r.Sub("tensors", value_t::array, "an array");
   ELASTRAIN_RETURN_IF_ERROR(tensors.status());
   for (size_t i = 0; i < tensors.size(); ++i) {
     Reader t = tensors.At(i);
@@ -254,12 +205,12 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
     if (t.ok() && rec.name.empty()) t.Error("name", "expected a non-empty tensor name");
     rec.dtype = t.Str("dtype");
     rec.global_shape = Shape(t, "shape");
-    Reader pieces = t.Sub("pieces", json::value_t::object, "an object");
+    Reader pieces = t.Sub("pieces", value_t::object, "an object");
     ELASTRAIN_RETURN_IF_ERROR(pieces.status());
     if (rec.dtype != "F32") t.Error("dtype", "'" + rec.dtype + "' is not supported (only F32)");
     for (StateKind k : kAllKinds) {
       if (!pieces.raw().contains(KindName(k))) continue;
-      Reader list = pieces.Sub(KindName(k), json::value_t::array, "an array");
+      Reader list = pieces.Sub(KindName(k), value_t::array, "an array");
       ELASTRAIN_RETURN_IF_ERROR(list.status());
       for (size_t p = 0; p < list.size(); ++p) {
         PieceRecord pr;

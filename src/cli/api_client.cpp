@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/http_status.h"
+#include "common/json.h"
 #include "jobctl/run_token.h"
 
 namespace elastrain {
@@ -17,6 +18,20 @@ namespace elastrain {
 namespace {
 
 constexpr int kHttpTimeoutSeconds = 10;
+
+// At most `max` bytes of an answer as a message quotes it, unprintable bytes as '?'.
+std::string Printable(std::string_view body, size_t max = 80) {
+  std::string shown;
+  for (char c : body.substr(0, max)) shown += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return body.size() > max ? shown + "..." : shown;
+}
+
+// The hint of every unreadable answer.
+std::string ExpectedAnswer(const std::string& url) {
+  return fmt::format("is {} the API of `elastrain head` or `elastrain train` of this version? (--head URL, "
+                     "--run-dir DIR)",
+                     url);
+}
 
 }  // namespace
 
@@ -109,7 +124,9 @@ Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_ce
   cli.enable_server_certificate_verification(true);
   if (!ca_cert.empty()) cli.set_ca_cert_path(ca_cert);
   cli.set_bearer_token_auth(target.token);
-  auto res = method == "GET" ? cli.Get(path) : cli.Post(path, body.dump(), "application/json");
+  // replace: a config with bytes that are not UTF-8 must not throw here (dump would).
+  const std::string sent = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  auto res = method == "GET" ? cli.Get(path) : cli.Post(path, sent, "application/json");
   if (!res) {
     const httplib::Error err = res.error();
     if (err == httplib::Error::SSLServerVerification)
@@ -126,16 +143,47 @@ Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_ce
                                            "`elastrain train` running? (--head URL, --run-dir DIR)",
                                            url, httplib::to_string(err)));
   }
-  auto j = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != kHttpOk) {
-    std::string msg = j.is_object() ? j.value("error", res->body) : res->body;
-    if (res->status == kHttpUnauthorized) msg += fmt::format(" (the token sent is from {})", target.token_source);
-    const Status st = StatusFromHttp(res->status, msg);
+  return DecodeApiAnswer(target, method, path, res->status, res->body);
+}
+
+Result<nlohmann::json> DecodeApiAnswer(const ApiTarget& target, const std::string& method, const std::string& path,
+                                       int http_status, std::string_view body) {
+  const std::string& url = target.url;
+  const std::string answered = fmt::format("the head at {} answered {} {}", url, method, path);
+  if (http_status != kHttpOk) {
+    auto j = ParseJson(body, answered);
+    std::string msg = j.ok() ? LenientString(j.value(), "error") : "";
+    const bool foreign = msg.empty();  // not an elastrain error: a proxy's page, another server
+    if (foreign)
+      msg = fmt::format("{} with HTTP {} and no elastrain error, starting '{}'", answered, http_status, Printable(body));
+    if (http_status == kHttpUnauthorized) msg += fmt::format(" (the token sent is from {})", target.token_source);
+    const Status st = StatusFromHttp(http_status, msg);
     if (st.code() != StatusCode::kInternal) return st;
+    if (foreign) return Status::Internal(msg);
     return Status::Internal(fmt::format("{} {}{}: {}", method, url, path, st.message()));  // "HTTP 500: ..."
   }
-  if (j.is_discarded()) return Status::Internal(fmt::format("{}{}: not JSON: {}", url, path, res->body.substr(0, 80)));
+  auto j = ParseJson(body, answered);
+  if (!j.ok()) return Status::Corruption(fmt::format("{}; {}", j.status().message(), ExpectedAnswer(url)));
   return j;
+}
+
+Result<JobStatus> DecodeJobStatus(const ApiTarget& target, const nlohmann::json& answer) {
+  auto s = JobStatusFromJson(answer, fmt::format("the head at {} answered GET /api/v1/job", target.url));
+  if (!s.ok()) return Status::Corruption(fmt::format("{}; expected a job status ({})", s.status().message(),
+                                                     ExpectedAnswer(target.url)));
+  return s;
+}
+
+Result<SubmittedJob> DecodeSubmittedJob(const ApiTarget& target, const nlohmann::json& answer) {
+  auto s = SubmittedJobFromJson(answer, fmt::format("the head at {} answered POST /api/v1/jobs", target.url));
+  if (!s.ok()) return Status::Corruption(fmt::format("{}; expected {{\"job_id\", \"run_dir\"}} ({})",
+                                                     s.status().message(), ExpectedAnswer(target.url)));
+  return s;
+}
+
+Result<JobStatus> GetJobStatus(const ApiTarget& target, const std::string& ca_cert) {
+  ELASTRAIN_ASSIGN_OR_RETURN(nlohmann::json j, CallApi(target, ca_cert, "GET", "/api/v1/job"));
+  return DecodeJobStatus(target, j);
 }
 
 }  // namespace elastrain

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "wire/job_status.h"
 
 namespace elastrain {
 
@@ -37,11 +39,32 @@ Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& args);
 // The same URL for comparison: lower-case scheme and host, no trailing '/'.
 std::string NormalizeUrl(std::string url);
 
-// One request to the API ("GET" or "POST" with a JSON body); the JSON answer, or the
-// error the server named as a Status (common/http_status.h). `ca_cert`: a PEM CA file
-// for an https URL ("" : the system's CAs).
+// One request to the API ("GET" or "POST" with a JSON body); its answer through
+// DecodeApiAnswer, or Unavailable / InvalidArgument when it could not be asked (no
+// answer, a certificate that does not verify). `ca_cert`: a PEM CA file for an https URL
+// ("" : the system's CAs).
 Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
                                const std::string& path, const nlohmann::json& body = nlohmann::json::object());
+
+// What the CLI makes of an answer, never throwing, whatever the bytes (a proxy's HTML page,
+// another program on the port, a head of another version):
+// - HTTP 200 with JSON: the JSON;
+// - HTTP 200 with anything else: Corruption "the head at URL answered METHOD PATH: not
+//   JSON (...), starting '...'; expected ...";
+// - an error code: the Status the server named in {"error": message}
+//   (common/http_status.h), or, without one, the code and the start of the body.
+// Every Corruption of these functions means "the answer could not be read": the job
+// commands exit with kExitBadAnswer (wire/exit_codes.h) for it.
+Result<nlohmann::json> DecodeApiAnswer(const ApiTarget& target, const std::string& method, const std::string& path,
+                                       int http_status, std::string_view body);
+// GET /api/v1/job's JSON as a JobStatus (wire/job_status.h): Corruption "the head at URL
+// answered GET /api/v1/job: field '<path>': ...; expected a job status ..." when a field
+// has the wrong type or a key that identifies a status is missing.
+Result<JobStatus> DecodeJobStatus(const ApiTarget& target, const nlohmann::json& answer);
+// POST /api/v1/jobs's JSON as a SubmittedJob, likewise.
+Result<SubmittedJob> DecodeSubmittedJob(const ApiTarget& target, const nlohmann::json& answer);
+// GET /api/v1/job, asked and decoded.
+Result<JobStatus> GetJobStatus(const ApiTarget& target, const std::string& ca_cert);
 
 // The CA file from --ca-cert, else $ELASTRAIN_CA_CERT, else "".
 std::string CaCertFrom(const std::string& flag);

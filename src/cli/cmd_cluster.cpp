@@ -10,7 +10,9 @@
 // (each job command also takes --token-file PATH and --ca-cert PATH)
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url;
-// which URL and token they use: cli/api_client.h.
+// which URL and token they use: cli/api_client.h. An answer they cannot read (not an
+// elastrain head, or one of another version) is one line on stderr and exit code 5
+// (kExitBadAnswer, wire/exit_codes.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -81,28 +83,30 @@ Status RefuseTokenArgument(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-void PrintStatus(const nlohmann::json& j) {
-  std::printf("job %s: %s\n", j.value("job", "").c_str(), j.value("state", "").c_str());
-  std::printf("  %s\n", j.value("reason", "").c_str());
-  std::printf("  generation %lld, %d workers (num_workers=%s), step %lld of %lld\n",
-              static_cast<long long>(j.value("generation", int64_t{-1})), j.value("world", 0),
-              j.value("num_workers", "").c_str(), static_cast<long long>(j.value("step", int64_t{0})),
-              static_cast<long long>(j.value("steps", int64_t{0})));
+void PrintStatus(const JobStatus& s) {
+  std::printf("job %s: %s\n", s.job.c_str(), JobStateName(s.state));
+  std::printf("  %s\n", s.reason.c_str());
+  std::printf("  generation %lld, %d workers (num_workers=%s), step %lld of %lld\n", static_cast<long long>(s.generation),
+              s.world, s.num_workers.c_str(), static_cast<long long>(s.step), static_cast<long long>(s.steps));
   std::printf("  failures %lld (max_failures=%lld), restarts %lld, latest checkpoint step %lld\n",
-              static_cast<long long>(j.value("failures", int64_t{0})),
-              static_cast<long long>(j.value("max_failures", int64_t{0})),
-              static_cast<long long>(j.value("restarts", int64_t{0})),
-              static_cast<long long>(j.value("latest_checkpoint_step", int64_t{-1})));
-  std::printf("  run directory %s\n", j.value("run_dir", "").c_str());
-  if (j.contains("ranks") && !j["ranks"].empty()) {
+              static_cast<long long>(s.failures), static_cast<long long>(s.max_failures),
+              static_cast<long long>(s.restarts), static_cast<long long>(s.latest_checkpoint_step));
+  std::printf("  run directory %s\n", s.run_dir.c_str());
+  if (!s.ranks.empty()) {
     std::printf("  %-5s %-16s %-8s %-7s %-10s %s\n", "RANK", "HOST", "PID", "STEP", "PHASE", "WORKER");
-    for (const auto& r : j["ranks"])
-      std::printf("  %-5d %-16s %-8d %-7lld %-10s %s\n", r.value("rank", -1), r.value("host", "").c_str(),
-                  r.value("pid", 0), static_cast<long long>(r.value("step", int64_t{-1})),
-                  r.value("phase", "").c_str(), r.value("worker", "").c_str());
+    for (const JobStatusRank& r : s.ranks)
+      std::printf("  %-5d %-16s %-8d %-7lld %-10s %s\n", r.rank, r.host.c_str(), r.pid, static_cast<long long>(r.step),
+                  r.phase.c_str(), r.worker.c_str());
   }
-  std::printf("  %d agents, %d idle workers\n", static_cast<int>(j.value("agents", nlohmann::json::array()).size()),
-              j.value("idle_workers", 0));
+  std::printf("  %d agents, %d idle workers\n", static_cast<int>(s.agents.size()), s.idle_workers);
+}
+
+// How a job command fails after asking the API: an answer it could not read (a
+// Corruption of cli/api_client.h: not JSON, wrong types, missing fields) exits
+// kExitBadAnswer; anything else as FailCommand.
+int FailApiCall(const std::string& command, const Status& st) {
+  const int rc = FailCommand(command, st);
+  return st.code() == StatusCode::kCorruption ? kExitBadAnswer : rc;
 }
 
 }  // namespace
@@ -266,21 +270,22 @@ int RunSubmitCommand(const std::vector<std::string>& all_args) {
   for (std::string* p : {&cfg->base_output_directory, &cfg->dataset_path, &cfg->tokenizer_path})
     if (!p->empty()) *p = fs::absolute(*p, ec).lexically_normal().string();
   auto res = CallApi(target.value(), ca, "POST", "/api/v1/jobs", {{"config_yaml", ConfigToYaml(cfg.value())}});
-  if (!res.ok()) return FailCommand("submit", res.status());
-  std::printf("submitted job %s (run directory %s)\n", res->value("job_id", "").c_str(),
-              res->value("run_dir", "").c_str());
+  if (!res.ok()) return FailApiCall("submit", res.status());
+  auto submitted = DecodeSubmittedJob(target.value(), res.value());
+  if (!submitted.ok()) return FailApiCall("submit", submitted.status());
+  std::printf("submitted job %s (run directory %s)\n", submitted->job_id.c_str(), submitted->run_dir.c_str());
   std::fflush(stdout);
   if (!wait) return kExitSuccess;
-  const std::string job = res->value("job_id", "");
+  const std::string job = submitted->job_id;
   for (;;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    auto st = CallApi(target.value(), ca, "GET", "/api/v1/job");
+    auto st = GetJobStatus(target.value(), ca);
+    if (!st.ok() && st.status().code() == StatusCode::kCorruption) return FailApiCall("submit", st.status());
     if (!st.ok()) continue;  // the head may be restarting
-    if (st->value("job", "") != job) return FailCommand("submit", Status::Internal("the head now runs another job"));
-    auto state = ParseJobState(st->value("state", ""));
-    if (state.ok() && IsTerminal(state.value())) {
-      std::printf("job %s %s: %s\n", job.c_str(), JobStateName(state.value()), st->value("reason", "").c_str());
-      return ExitCodeForJobState(state.value());
+    if (st->job != job) return FailCommand("submit", Status::Internal("the head now runs another job"));
+    if (IsTerminal(st->state)) {
+      std::printf("job %s %s: %s\n", job.c_str(), JobStateName(st->state), st->reason.c_str());
+      return ExitCodeForJobState(st->state);
     }
   }
 }
@@ -295,9 +300,11 @@ int RunStatusCommand(const std::vector<std::string>& args) {
   if (int rc = ParseArgs(app, "status", args); rc >= 0) return rc;
   auto target = api.Target();
   if (!target.ok()) return FailCommand("status", target.status());
-  auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "GET", "/api/v1/job");
-  if (!st.ok()) return FailCommand("status", st.status());
-  if (json) std::printf("%s\n", st->dump(2).c_str());
+  auto answer = CallApi(target.value(), CaCertFrom(api.ca_cert), "GET", "/api/v1/job");
+  if (!answer.ok()) return FailApiCall("status", answer.status());
+  auto st = DecodeJobStatus(target.value(), answer.value());  // --json too: only a readable status is printed
+  if (!st.ok()) return FailApiCall("status", st.status());
+  if (json) std::printf("%s\n", answer->dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   else PrintStatus(st.value());
   return kExitSuccess;
 }
@@ -311,7 +318,7 @@ int RunStopCommand(const std::vector<std::string>& args) {
   auto target = api.Target();
   if (!target.ok()) return FailCommand("stop", target.status());
   auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/stop");
-  if (!st.ok()) return FailCommand("stop", st.status());
+  if (!st.ok()) return FailApiCall("stop", st.status());
   std::printf("stop requested: the job saves a checkpoint after its current step and ends STOPPED\n");
   return kExitSuccess;
 }
@@ -339,7 +346,7 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   if (!target.ok()) return FailCommand("chaos", target.status());
   nlohmann::json body = {{"action", host.empty() ? action : Name(CommandAction::kHost)}, {"rank", rank}, {"host", host}};
   auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/chaos", body);
-  if (!st.ok()) return FailCommand("chaos", st.status());
+  if (!st.ok()) return FailApiCall("chaos", st.status());
   std::printf("chaos: %s %s\n", action.c_str(), host.empty() ? fmt::format("rank {}", rank).c_str() : host.c_str());
   return kExitSuccess;
 }

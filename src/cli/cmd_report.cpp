@@ -19,7 +19,7 @@
 #include "wire/protocol.h"
 #include "monitor/goodput.h"
 #include "monitor/job_api.h"
-#include "monitor/json_fields.h"
+#include "common/json.h"
 #include "monitor/run_view.h"
 
 namespace elastrain {
@@ -37,19 +37,19 @@ nlohmann::json StatusFromFiles(const std::string& run_dir, const RunSnapshot& ru
   }
   for (const nlohmann::json& e : run.events) {
     // Typed reads: a field of another type (a damaged line) gives the default, never throws.
-    const std::string name = JsonString(e, "event");
-    if (name == "job_submitted") j["job"] = JsonString(e, "job");
+    const std::string name = LenientString(e, "event");
+    if (name == "job_submitted") j["job"] = LenientString(e, "job");
     if (name == "generation_started") {
-      j["generation"] = JsonInteger(e, "generation", -1);
-      j["world"] = JsonInteger(e, "world", 0);
-      if (JsonInteger(e, "generation", 0) > 0) j["restarts"] = j["restarts"].get<int64_t>() + 1;
+      j["generation"] = LenientInteger(e, "generation", -1);
+      j["world"] = LenientInteger(e, "world", 0);
+      if (LenientInteger(e, "generation", 0) > 0) j["restarts"] = j["restarts"].get<int64_t>() + 1;
     }
-    if (name == "generation_failed") j["failures"] = JsonInteger(e, "failures", 0);
-    if (name == "checkpoint_saved") j["latest_checkpoint_step"] = JsonInteger(e, "step", -1);
-    if (name == "job_state") j["reason"] = JsonString(e, "reason");
+    if (name == "generation_failed") j["failures"] = LenientInteger(e, "failures", 0);
+    if (name == "checkpoint_saved") j["latest_checkpoint_step"] = LenientInteger(e, "step", -1);
+    if (name == "job_state") j["reason"] = LenientString(e, "reason");
   }
   for (const nlohmann::json& m : run.metrics)
-    if (m.contains("loss")) j["step"] = JsonInteger(m, "step", 0);
+    if (m.contains("loss")) j["step"] = LenientInteger(m, "step", 0);
   if (!j.contains("job")) j["job"] = std::filesystem::path(run_dir).filename().string();
   return j;
 }

@@ -3,9 +3,11 @@
 // (a fuzzing harness calls them with arbitrary bytes). Semantic checks (does the rank
 // exist, does the config load) belong to the caller.
 //
-// Bodies are JSON objects; a field of the wrong JSON type, an unknown field, a body that
-// is not JSON, or one nested deeper than kMaxRequestJsonDepth is InvalidArgument naming
-// the field or what was expected.
+// Bodies are JSON objects read as records (common/json.h); a field of the wrong JSON type
+// or out of range, a missing or unknown field, a body that is not JSON, or one nested
+// deeper than kMaxRequestJsonDepth is InvalidArgument (HTTP 400) naming the field, its
+// value and what was expected: "chaos: field 'rank': expected an integer, got a string
+// (\"1\"); expected {...}".
 #pragma once
 
 #include <string>

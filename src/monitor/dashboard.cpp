@@ -1,7 +1,7 @@
 #include "monitor/dashboard.h"
 
 #include "common/clock.h"
-#include "monitor/json_fields.h"
+#include "common/json.h"
 #include "wire/protocol.h"
 
 namespace elastrain {
@@ -25,12 +25,12 @@ nlohmann::json DashboardJson(const nlohmann::json& status, const RunSnapshot& ru
   std::vector<nlohmann::json> series, evals, events;
   for (const nlohmann::json& m : run.metrics) {
     if (m.contains("loss"))
-      series.push_back({{"step", JsonInteger(m, "step", 0)}, {"loss", JsonNumber(m, "loss")},
-                        {"tps", JsonNumber(m, "tokens_per_sec")}, {"mfu", JsonNumber(m, "mfu")},
-                        {"time", JsonNumber(m, "wall_time")}, {"generation", JsonInteger(m, "generation", 0)},
-                        {"world", JsonInteger(m, "world_size", 0)}});
+      series.push_back({{"step", LenientInteger(m, "step", 0)}, {"loss", LenientNumber(m, "loss")},
+                        {"tps", LenientNumber(m, "tokens_per_sec")}, {"mfu", LenientNumber(m, "mfu")},
+                        {"time", LenientNumber(m, "wall_time")}, {"generation", LenientInteger(m, "generation", 0)},
+                        {"world", LenientInteger(m, "world_size", 0)}});
     else if (m.contains("eval_loss"))
-      evals.push_back({{"step", JsonInteger(m, "step", 0)}, {"eval_loss", JsonNumber(m, "eval_loss")}});
+      evals.push_back({{"step", LenientInteger(m, "step", 0)}, {"eval_loss", LenientNumber(m, "eval_loss")}});
   }
   const size_t first = run.events.size() > kMaxEvents ? run.events.size() - kMaxEvents : 0;
   events.assign(run.events.begin() + first, run.events.end());

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "monitor/json_fields.h"
+#include "common/json.h"
 #include "wire/job_state.h"
 
 namespace elastrain {
@@ -53,35 +53,35 @@ Accountant::Accountant(const std::vector<nlohmann::json>& events, const std::vec
     : events_(events), now_(now) {
   for (const nlohmann::json& m : metrics) {
     if (!m.is_object() || !m.contains("loss") || !m.contains("wall_time")) continue;
-    steps_[JsonInteger(m, "generation", 0)].push_back({JsonInteger(m, "step", 0), JsonNumber(m, "wall_time")});
+    steps_[LenientInteger(m, "generation", 0)].push_back({LenientInteger(m, "step", 0), LenientNumber(m, "wall_time")});
   }
   for (auto& [g, v] : steps_)
     std::stable_sort(v.begin(), v.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
   for (const nlohmann::json& e : events) {
     if (!e.is_object()) continue;
-    const std::string name = JsonString(e, "event");
-    const int64_t g = JsonInteger(e, "generation");
+    const std::string name = LenientString(e, "event");
+    const int64_t g = LenientInteger(e, "generation", -1);
     if (name == "generation_started") {
       GenerationSummary& s = gens_[g];
       s.generation = g;
-      s.world = static_cast<int>(JsonInteger(e, "world", 0));
-      s.started = JsonNumber(e, "time");
-      if (e.contains("restore") && e["restore"].is_object()) s.start_step = JsonInteger(e["restore"], "step", 0);
+      s.world = static_cast<int>(LenientInteger(e, "world", 0));
+      s.started = LenientNumber(e, "time");
+      if (e.contains("restore") && e["restore"].is_object()) s.start_step = LenientInteger(e["restore"], "step", 0);
     } else if (name == "generation_first_step") {
       GenerationSummary& s = gens_[g];
       s.generation = g;
-      s.first_step = JsonNumber(e, "step_started", JsonNumber(e, "step_time"));
-      s.start_step = JsonInteger(e, "start_step", s.start_step);
+      s.first_step = LenientNumber(e, "step_started", LenientNumber(e, "step_time"));
+      s.start_step = LenientInteger(e, "start_step", s.start_step);
     } else if (name == "state_restored") {  // the chief's word on the step it restored
       GenerationSummary& s = gens_[g];
       s.generation = g;
-      s.start_step = JsonInteger(e, "step", s.start_step);
+      s.start_step = LenientInteger(e, "step", s.start_step);
     } else if (name == "steps_redone") {
-      redone_[g] = {JsonInteger(e, "to", 0), JsonNumber(e, "time")};
+      redone_[g] = {LenientInteger(e, "to", 0), LenientNumber(e, "time")};
     } else if (name == "generation_failed") {
-      failed_at_[g] = std::max(failed_at_[g], JsonInteger(e, "step", 0));
+      failed_at_[g] = std::max(failed_at_[g], LenientInteger(e, "step", 0));
     } else if (name == "checkpoint_saved") {
-      stalls_.push_back({JsonNumber(e, "time"), std::max(0.0, JsonNumber(e, "stall_seconds"))});
+      stalls_.push_back({LenientNumber(e, "time"), std::max(0.0, LenientNumber(e, "stall_seconds"))});
     }
   }
 }
@@ -194,14 +194,14 @@ void Accountant::Train(const StateSegment& seg, double begin, GenerationSummary*
 GoodputBreakdown Accountant::Run() {
   double start = -1;
   for (const nlohmann::json& e : events_)
-    if (e.is_object() && JsonString(e, "event") == "job_submitted") {
-      start = JsonNumber(e, "time");
+    if (e.is_object() && LenientString(e, "event") == "job_submitted") {
+      start = LenientNumber(e, "time");
       break;
     }
   if (start < 0)
     for (const nlohmann::json& e : events_)
       if (e.is_object() && e.contains("time")) {
-        start = JsonNumber(e, "time");
+        start = LenientNumber(e, "time");
         break;
       }
   if (start < 0) return out_;
@@ -211,14 +211,14 @@ GoodputBreakdown Accountant::Run() {
   std::vector<StateSegment> segs;
   StateSegment cur{start, 0, JobState::kPending, std::nullopt, -1};
   for (const nlohmann::json& e : events_) {
-    if (!e.is_object() || JsonString(e, "event") != "job_state") continue;
-    auto to = ParseJobState(JsonString(e, "to"));
+    if (!e.is_object() || LenientString(e, "event") != "job_state") continue;
+    auto to = ParseJobState(LenientString(e, "to"));
     if (!to.ok()) continue;  // not a state this version knows: the segment goes on
-    const double t = std::max(JsonNumber(e, "time"), cur.begin);
+    const double t = std::max(LenientNumber(e, "time"), cur.begin);
     cur.end = t;
     cur.next = to.value();
     segs.push_back(cur);
-    cur = {t, 0, to.value(), std::nullopt, JsonInteger(e, "generation")};
+    cur = {t, 0, to.value(), std::nullopt, LenientInteger(e, "generation", -1)};
     if (IsTerminal(cur.state)) {
       out_.finished = true;
       out_.end = t;

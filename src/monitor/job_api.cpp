@@ -27,6 +27,7 @@
 #include "common/clock.h"
 #include "common/safe_path.h"
 #include "common/http_status.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "config/config.h"
 #include "jobctl/cluster_view.h"
@@ -37,6 +38,7 @@
 #include "monitor/prometheus.h"
 #include "monitor/request_guard.h"
 #include "monitor/run_view.h"
+#include "wire/job_status.h"
 #include "wire/protocol.h"
 
 namespace elastrain {
@@ -52,48 +54,43 @@ nlohmann::json ConfigStatusFields(const TrainConfig& cfg) {
 
 Result<nlohmann::json> JobStatusJson(Store& store) {
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
-  auto cfg = LoadConfigText(v.spec.config_yaml, "job config");
-  nlohmann::json j;
-  j["job"] = v.spec.job_id;
-  j["run_dir"] = v.spec.run_dir;
-  j.update(cfg.ok() ? ConfigStatusFields(cfg.value())
-                     : nlohmann::json{{"steps", 0}, {"num_workers", ""}, {"max_failures", 0}, {"checkpoint_period", 0},
-                                      {"cost_per_worker_hour", 0.0}, {"model_name", ""}});
-  const JobRecord rec = v.cluster.record.value_or(JobRecord());
-  j["state"] = JobStateName(rec.state);
-  j["reason"] = rec.reason;
-  j["generation"] = rec.generation;
-  j["world"] = rec.world;
-  j["step"] = rec.step;
-  j["failures"] = rec.failures;
-  j["restarts"] = rec.restarts;
-  j["latest_checkpoint_step"] = rec.latest_checkpoint_step;
-  j["started_at"] = rec.started_at;
-  j["ended_at"] = rec.ended_at;
-  nlohmann::json agents = nlohmann::json::array();
-  for (const AgentInfo& a : v.cluster.agents) {
-    agents.push_back({{"id", a.id}, {"host", a.host}, {"slots", a.slots}, {"preempting", a.preempting}});
+  JobStatus s;  // wire/job_status.h: the CLI reads the same record
+  s.job = v.spec.job_id;
+  s.run_dir = v.spec.run_dir;
+  if (auto cfg = LoadConfigText(v.spec.config_yaml, "job config"); cfg.ok()) {
+    s.steps = cfg->steps;
+    s.num_workers = cfg->num_workers_spec;
+    s.max_failures = cfg->max_failures;
+    s.checkpoint_period = cfg->checkpoint_period;
+    s.cost_per_worker_hour = cfg->cost_per_worker_hour;
+    s.model_name = cfg->model.name;
   }
-  j["agents"] = agents;
-  nlohmann::json ranks = nlohmann::json::array();
+  const JobRecord rec = v.cluster.record.value_or(JobRecord());
+  s.state = rec.state;
+  s.reason = rec.reason;
+  s.generation = rec.generation;
+  s.world = rec.world;
+  s.step = rec.step;
+  s.failures = rec.failures;
+  s.restarts = rec.restarts;
+  s.latest_checkpoint_step = rec.latest_checkpoint_step;
+  s.started_at = rec.started_at;
+  s.ended_at = rec.ended_at;
+  for (const AgentInfo& a : v.cluster.agents) s.agents.push_back({a.id, a.host, a.slots, a.preempting});
   const auto workers = v.cluster.Workers();
   if (v.cluster.plan) {
     for (const PlanMember& m : v.cluster.plan->members) {
-      nlohmann::json r = {{"rank", m.rank}, {"host", m.host}, {"agent", m.agent}, {"worker", m.worker},
-                          {"pid", m.pid}, {"step", -1}, {"phase", "unknown"}};
+      JobStatusRank r{m.rank, m.host, m.agent, m.worker, m.pid};
       for (const auto& [agent, w] : workers)
         if (w.id == m.worker) {
-          r["step"] = w.step;
-          r["phase"] = w.phase == WorkerPhase::kRunning ? Name(w.train_phase) : Name(w.phase);
+          r.step = w.step;
+          r.phase = w.phase == WorkerPhase::kRunning ? Name(w.train_phase) : Name(w.phase);
         }
-      ranks.push_back(r);
+      s.ranks.push_back(std::move(r));
     }
   }
-  j["ranks"] = ranks;
-  int idle = 0;
-  for (const auto& [agent, w] : workers) idle += w.phase == WorkerPhase::kIdle ? 1 : 0;
-  j["idle_workers"] = idle;
-  return j;
+  for (const auto& [agent, w] : workers) s.idle_workers += w.phase == WorkerPhase::kIdle ? 1 : 0;
+  return ToJsonValue(s);
 }
 
 Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events) {
@@ -393,8 +390,8 @@ void JobApiServer::Impl::Routes() {
   Route("POST", "/api/v1/stop", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
     // No fields: an empty body (curl -X POST) or {}.
     if (req.body.find_first_not_of(" \t\r\n") != std::string::npos) {
-      auto body = nlohmann::json::parse(req.body, nullptr, false);
-      if (!body.is_object() || !body.empty())
+      auto body = ParseJson(req.body, "stop", kMaxRequestJsonDepth);
+      if (!body.ok() || !body->is_object() || !body->empty())
         return Reply(res, Status::InvalidArgument("stop: expected no body or {}"), {});
     }
     Reply(res, RequestJobStop(*store_), {{"stop", "requested"}});
@@ -413,8 +410,7 @@ void JobApiServer::Impl::Routes() {
     auto cfg = LoadConfigText(r->config_yaml, "submitted config");
     if (!cfg.ok()) return Reply(res, Status::InvalidArgument(cfg.status().message()), {});
     auto spec = SubmitJob(*store_, cfg.value());
-    Reply(res, spec.status(),
-          spec.ok() ? nlohmann::json{{"job_id", spec->job_id}, {"run_dir", spec->run_dir}} : nlohmann::json());
+    Reply(res, spec.status(), spec.ok() ? ToJsonValue(SubmittedJob{spec->job_id, spec->run_dir}) : nlohmann::json());
   });
 }
 

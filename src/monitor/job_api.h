@@ -40,8 +40,9 @@
 
 namespace elastrain {
 
-// {"job", "state", "reason", "generation", "world", "step", "steps", "failures",
-//  "max_failures", "restarts", "latest_checkpoint_step", "run_dir", "num_workers",
+// The job's status: a JobStatus (wire/job_status.h, the record the CLI reads back) as
+// JSON: {"job", "state", "reason", "generation", "world", "step", "steps", "failures",
+//  "max_failures", "restarts", "latest_checkpoint_step", "run_dir", "num_workers", ...,
 //  "ranks": [{"rank", "host", "agent", "worker", "pid", "step", "phase"}],
 //  "agents": [{"id", "host", "slots", "preempting"}], "idle_workers": N}
 // NotFound when no job was ever submitted to the store.

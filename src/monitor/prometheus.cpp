@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "wire/job_state.h"
-#include "monitor/json_fields.h"
+#include "common/json.h"
 
 namespace elastrain {
 
@@ -70,19 +70,19 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   Exposition x;
   const bool has_job = status.is_object() && status.contains("job");
   // Typed reads: the status may come from store records; a field of another type is "".
-  const std::string state = !has_job ? "" : status.contains("state") ? JsonString(status, "state") : "PENDING";
+  const std::string state = !has_job ? "" : status.contains("state") ? LenientString(status, "state") : "PENDING";
   x.Family("job_info", "gauge", "the job this controller runs (always 1; its labels name it)");
   if (has_job)
     x.Sample("job_info", 1,
-             fmt::format("job_id=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(JsonString(status, "job")),
-                         PrometheusLabel(JsonString(status, "run_dir")), PrometheusLabel(JsonString(status, "num_workers"))));
+             fmt::format("job_id=\"{}\",run_dir=\"{}\",num_workers=\"{}\"", PrometheusLabel(LenientString(status, "job")),
+                         PrometheusLabel(LenientString(status, "run_dir")), PrometheusLabel(LenientString(status, "num_workers"))));
   x.Family("job_state", "gauge", "1 for the job's current state, 0 for the others");
   for (JobState s : {JobState::kPending, JobState::kRunning, JobState::kRecovering, JobState::kResizing,
                      JobState::kWaitingForResources, JobState::kSucceeded, JobState::kFailed, JobState::kStopped}) {
     const std::string name = JobStateName(s);
     x.Sample("job_state", has_job && name == state ? 1 : 0, fmt::format("state=\"{}\"", name));
   }
-  const auto st = [&](const char* k) { return has_job ? JsonNumber(status, k) : 0.0; };
+  const auto st = [&](const char* k) { return has_job ? LenientNumber(status, k) : 0.0; };
   x.Gauge("step", "the newest completed training step", st("step"));
   x.Gauge("target_steps", "the steps the job trains for", st("steps"));
   x.Gauge("generation", "the current generation (a new one starts at every membership change)", st("generation"));
@@ -90,15 +90,15 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Gauge("max_failures", "the failure budget (-1: unlimited)", st("max_failures"));
   x.Counter("failures_total", "failures counted against max_failures", st("failures"));
   x.Counter("restarts_total", "generations started after the first (failures and resizes)", st("restarts"));
-  const double ckpt = has_job ? JsonNumber(status, "latest_checkpoint_step", -1) : -1;
+  const double ckpt = has_job ? LenientNumber(status, "latest_checkpoint_step", -1) : -1;
   x.Gauge("checkpoint_latest_step", "the newest committed checkpoint's step (-1: none yet)", ckpt);
   x.Gauge("checkpoint_age_steps", "steps trained since the newest committed checkpoint",
           st("step") - std::max(0.0, ckpt));
   // checkpoint_period=auto: the period the chief chose last.
   double period = st("checkpoint_period");
   for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
-    if (JsonString(*it, "event") == "checkpoint_period_changed") {
-      period = JsonNumber(*it, "to", period);
+    if (LenientString(*it, "event") == "checkpoint_period_changed") {
+      period = LenientNumber(*it, "to", period);
       break;
     }
   x.Gauge("checkpoint_period_steps", "checkpoint_period (with auto: the current choice)", period);
@@ -107,12 +107,12 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   double loss = NAN, eval = NAN, tps = NAN, mfu = NAN, last_step_time = 0;
   for (auto it = run.metrics.rbegin(); it != run.metrics.rend(); ++it) {
     if (std::isnan(loss) && it->contains("loss")) {
-      loss = JsonNumber(*it, "loss");
-      tps = JsonNumber(*it, "tokens_per_sec");
-      mfu = JsonNumber(*it, "mfu");
-      last_step_time = JsonNumber(*it, "wall_time");
+      loss = LenientNumber(*it, "loss");
+      tps = LenientNumber(*it, "tokens_per_sec");
+      mfu = LenientNumber(*it, "mfu");
+      last_step_time = LenientNumber(*it, "wall_time");
     }
-    if (std::isnan(eval) && it->contains("eval_loss")) eval = JsonNumber(*it, "eval_loss");
+    if (std::isnan(eval) && it->contains("eval_loss")) eval = LenientNumber(*it, "eval_loss");
     if (!std::isnan(loss) && !std::isnan(eval)) break;
   }
   x.Gauge("loss", "training loss of the newest logged step", loss);
@@ -123,9 +123,9 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
 
   std::vector<double> saves, stalls;
   for (const nlohmann::json& e : run.events)
-    if (JsonString(e, "event") == "checkpoint_saved") {
-      saves.push_back(JsonNumber(e, "write_seconds"));
-      stalls.push_back(JsonNumber(e, "stall_seconds"));
+    if (LenientString(e, "event") == "checkpoint_saved") {
+      saves.push_back(LenientNumber(e, "write_seconds"));
+      stalls.push_back(LenientNumber(e, "stall_seconds"));
     }
   const std::vector<double> fast = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
   x.Histogram("checkpoint_save_seconds", "time to write and commit a checkpoint", fast, saves);

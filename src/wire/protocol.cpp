@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "wire/json_record.h"
+#include "common/json.h"
 #include "wire/shared_records.h"
 #include "wire/vocab_json.h"
 
@@ -13,7 +13,7 @@ namespace elastrain {
 // Enums and small types travel by name (wire/vocab_json.h): an unknown name fails the
 // whole record (named by Load).
 // Missing fields keep their defaults, so records written by an older or newer version
-// still load; integer fields take only JSON integers in range (wire/json_record.h).
+// still load; integer fields take only JSON integers in range (common/json.h).
 ELASTRAIN_JSON_RECORD(JobSpec, job_id, config_yaml, run_dir, submitted_at)
 ELASTRAIN_JSON_RECORD(AgentInfo, id, host, address, slots, pid, started_at, preempting)
 ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,

@@ -2,7 +2,7 @@
 // and its workers (wire/worker_messages.h): one definition for both.
 #pragma once
 
-#include "wire/json_record.h"
+#include "common/json.h"
 #include "wire/protocol.h"
 #include "wire/vocab_json.h"
 

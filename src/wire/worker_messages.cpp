@@ -4,7 +4,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "wire/json_record.h"
+#include "common/json.h"
 #include "wire/shared_records.h"
 #include "wire/vocab_json.h"
 

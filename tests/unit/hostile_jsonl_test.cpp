@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "monitor/dashboard.h"
-#include "monitor/json_fields.h"
+#include "common/json.h"
 #include "monitor/run_view.h"
 #include "test_dirs.h"
 #include "train/run_summary.h"
@@ -64,17 +64,17 @@ TEST(HostileJsonl, ReportDataFromDamagedFilesDoesNotThrow) {
 TEST(HostileJsonl, JsonFieldHelpersNeverThrow) {
   const nlohmann::json j = nlohmann::json::parse(
       R"({"f":1e300,"n":-1e300,"s":"x","u":18446744073709551615,"i":-3,"d":2.9,"a":[1],"z":null})");
-  EXPECT_EQ(JsonInteger(j, "f", -1), -1);
-  EXPECT_EQ(JsonInteger(j, "n", -1), -1);
-  EXPECT_EQ(JsonInteger(j, "s", -1), -1);
-  EXPECT_EQ(JsonInteger(j, "u", -1), -1);
-  EXPECT_EQ(JsonInteger(j, "i", 0), -3);
-  EXPECT_EQ(JsonInteger(j, "d", 0), 2);
-  EXPECT_EQ(JsonNumber(j, "a", 4.0), 4.0);
-  EXPECT_EQ(JsonNumber(j, "z", 4.0), 4.0);
-  EXPECT_EQ(JsonString(j, "i"), "");
-  EXPECT_EQ(JsonInteger(nlohmann::json::array(), "i", 9), 9);
-  EXPECT_EQ(JsonString(nlohmann::json("str"), "i"), "");
+  EXPECT_EQ(LenientInteger(j, "f", -1), -1);
+  EXPECT_EQ(LenientInteger(j, "n", -1), -1);
+  EXPECT_EQ(LenientInteger(j, "s", -1), -1);
+  EXPECT_EQ(LenientInteger(j, "u", -1), -1);
+  EXPECT_EQ(LenientInteger(j, "i", 0), -3);
+  EXPECT_EQ(LenientInteger(j, "d", 0), 2);
+  EXPECT_EQ(LenientNumber(j, "a", 4.0), 4.0);
+  EXPECT_EQ(LenientNumber(j, "z", 4.0), 4.0);
+  EXPECT_EQ(LenientString(j, "i"), "");
+  EXPECT_EQ(LenientInteger(nlohmann::json::array(), "i", 9), 9);
+  EXPECT_EQ(LenientString(nlohmann::json("str"), "i"), "");
 }
 
 TEST(HostileSummary, WrongTypesNameTheFieldAndNullIsNan) {

@@ -1,0 +1,78 @@
+// What the control API answers about the job (GET /api/v1/job) and about a submission
+// (POST /api/v1/jobs): one record each, written by the server (monitor/job_api.cpp) and
+// read back by the CLI (cli/api_client.h), so both ends agree on the JSON by
+// construction. The dashboard (web/dashboard.html), /metrics and `elastrain report` read
+// the same keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "wire/job_state.h"
+
+namespace elastrain {
+
+// A live agent, as the status shows it.
+struct JobStatusAgent {
+  std::string id;
+  std::string host;
+  int slots = 0;
+  bool preempting = false;
+};
+
+// A rank of the current generation's plan.
+struct JobStatusRank {
+  int rank = 0;
+  std::string host, agent, worker;
+  int pid = 0;
+  int64_t step = -1;              // -1: its worker has not reported
+  std::string phase = "unknown";  // the worker's phase, or its training phase while running
+};
+
+struct JobStatus {
+  std::string job;      // the job id
+  std::string run_dir;
+  // From the job's config ("" / 0 when it does not load).
+  int64_t steps = 0;
+  std::string num_workers;  // "N" or "MIN:MAX", as the config gives it
+  int64_t max_failures = 0;
+  int64_t checkpoint_period = 0;
+  double cost_per_worker_hour = 0;
+  std::string model_name;
+  // From the controller's job record (wire/protocol.h JobRecord).
+  JobState state = JobState::kPending;
+  std::string reason;
+  int64_t generation = -1;
+  int world = 0;
+  int64_t step = 0;
+  int64_t failures = 0;
+  int64_t restarts = 0;
+  int64_t latest_checkpoint_step = -1;
+  double started_at = 0, ended_at = 0;
+  std::vector<JobStatusAgent> agents;
+  std::vector<JobStatusRank> ranks;
+  int idle_workers = 0;
+};
+
+// POST /api/v1/jobs's answer.
+struct SubmittedJob {
+  std::string job_id;
+  std::string run_dir;
+};
+
+nlohmann::json ToJsonValue(const JobStatus& s);
+nlohmann::json ToJsonValue(const SubmittedJob& s);
+// Strict reads (common/json.h): a field of the wrong type, an integer out of range, an
+// unknown state name, or a missing key that identifies the answer (for a status: job,
+// run_dir, state, generation, world, step; for a submission: both) is Corruption
+// "<what>: field '<path>': ...". Other missing keys keep their defaults (a head of
+// another version). Never throw.
+Result<JobStatus> JobStatusFromJson(const nlohmann::json& j, std::string_view what);
+Result<SubmittedJob> SubmittedJobFromJson(const nlohmann::json& j, std::string_view what);
+
+}  // namespace elastrain
