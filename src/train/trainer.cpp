@@ -359,7 +359,7 @@ void Trainer::BeginSummary(GenerationResult* out) const {
 Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   if (ctx_.control.aborted && ctx_.control.aborted())
     return NameLostPeers(
-        Status::Unavailable(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
+        Status::Cancelled(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
   auto t0 = Clock::now();
   int stop = 0;
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
