@@ -139,7 +139,8 @@ trial() {
     local ev="$run/job/events.jsonl" g=$((count + 1)) de g1 fs rs
     de=$("$JQ" --jsonl "$ev" event=worker_error time 2>/dev/null | head -n 1 || true)
     g1=$("$JQ" --jsonl "$ev" event=generation_started generation=$g time 2>/dev/null | head -n 1 || true)
-    fs=$("$JQ" --jsonl "$ev" event=generation_first_step generation=$g step_time 2>/dev/null | head -n 1 || true)
+    fs=$("$JQ" --jsonl "$ev" event=generation_first_step generation=$g first_step_time 2>/dev/null | head -n 1 || true)
+    [ -z "$fs" ] && fs=$("$JQ" --jsonl "$ev" event=generation_first_step generation=$g step_time 2>/dev/null | head -n 1 || true)
     rs=$("$JQ" --jsonl "$ev" event=generation_first_step generation=$g recovery_seconds 2>/dev/null | head -n 1 || true)
     awk -v k="$killed" -v d="${de:-nan}" -v g="${g1:-nan}" -v f="${fs:-nan}" -v r="${rs:-nan}" \
       'function since(t) { return t == "nan" ? "nan" : sprintf("%.3f", t - k) }
@@ -186,7 +187,7 @@ if [ -x "$JQ" ]; then
   echo
   echo "elastrain, medians in seconds from the kill (events.jsonl): detect = worker_error (the program's"
   echo "death reported); planned = the new generation's generation_started; first step = its"
-  echo "generation_first_step.step_time; controller = its recovery_seconds (from the failure)"
+  echo "generation_first_step.first_step_time; controller = its recovery_seconds (from the failure)"
   printf "%2s  %-22s %8s %8s %11s %11s\n" N mode detect planned "first step" controller
   for n in $WORKERS; do
     for mode in cold warm; do

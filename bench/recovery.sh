@@ -59,7 +59,8 @@ trial() {
   local detected first restored_step done_step ended restored
   detected=$(ev "$run" worker_failed detected_at)
   [ -z "$detected" ] && detected=$(ev "$run" worker_preempted time)
-  first=$(ev "$run" generation_first_step step_time generation=$next)
+  first=$(ev "$run" generation_first_step first_step_time generation=$next)
+  [ -z "$first" ] && first=$(ev "$run" generation_first_step step_time generation=$next)  # runs before first_step_time
   restored_step=$(ev "$run" state_restored step generation=$next)
   # the step generation `gen` ended at: its transition out of RUNNING (one per generation)
   done_step=$("$JQ" --jsonl "$run/events.jsonl" event=job_state from=RUNNING step 2>/dev/null | tail -n +$((gen + 1)) | head -1)

@@ -14,6 +14,7 @@
 #include "common/files.h"
 #include "common/safe_path.h"
 #include "config/config.h"
+#include "wire/events.h"
 #include "wire/exit_codes.h"
 #include "monitor/dashboard.h"
 #include "wire/protocol.h"
@@ -35,18 +36,20 @@ nlohmann::json StatusFromFiles(const std::string& run_dir, const RunSnapshot& ru
     auto cfg = LoadConfigText(cfg_text.value(), run_dir + "/config.yml");
     if (cfg.ok()) j.update(ConfigStatusFields(cfg.value()));
   }
-  for (const nlohmann::json& e : run.events) {
-    // Typed reads: a field of another type (a damaged line) gives the default, never throws.
-    const std::string name = LenientString(e, "event");
-    if (name == "job_submitted") j["job"] = LenientString(e, "job");
-    if (name == "generation_started") {
-      j["generation"] = LenientInteger(e, "generation", -1);
-      j["world"] = LenientInteger(e, "world", 0);
-      if (LenientInteger(e, "generation", 0) > 0) j["restarts"] = j["restarts"].get<int64_t>() + 1;
+  int64_t restarts = 0;
+  for (const nlohmann::json& line : run.events) {
+    // Typed reads (wire/events.h): a damaged or unknown line is skipped, never throws.
+    const auto r = DecodeEvent(line);
+    if (!r.ok()) continue;
+    if (const auto* e = EventAs<JobSubmittedEvent>(r.value())) j["job"] = e->job;
+    if (const auto* e = EventAs<GenerationStartedEvent>(r.value())) {
+      j["generation"] = e->generation;
+      j["world"] = e->world;
+      if (e->generation > 0) j["restarts"] = ++restarts;
     }
-    if (name == "generation_failed") j["failures"] = LenientInteger(e, "failures", 0);
-    if (name == "checkpoint_saved") j["latest_checkpoint_step"] = LenientInteger(e, "step", -1);
-    if (name == "job_state") j["reason"] = LenientString(e, "reason");
+    if (const auto* e = EventAs<GenerationFailedEvent>(r.value())) j["failures"] = e->failures;
+    if (const auto* e = EventAs<CheckpointSavedEvent>(r.value())) j["latest_checkpoint_step"] = e->step;
+    if (const auto* e = EventAs<JobStateEvent>(r.value())) j["reason"] = e->reason;
   }
   for (const nlohmann::json& m : run.metrics)
     if (m.contains("loss")) j["step"] = LenientInteger(m, "step", 0);

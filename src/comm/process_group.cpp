@@ -268,6 +268,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   msg += "; hint: every rank must connect with the same prefix and size, and a prefix "
          "must not be reused";
   LOG_WARN("comm: {}", msg);
+  if (opt.cancelled && opt.cancelled()) return Status::Cancelled(msg);  // DeadlineStore gave up on the cancel
   if (MentionsTimeout(what)) return Status::DeadlineExceeded(msg);
   if (io_error) return Status::Unavailable(msg);
   return Status::FailedPrecondition(msg);
@@ -309,9 +310,10 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
     } catch (const std::exception&) {  // a broken probe must not hide the real error
     }
   }
-  // A peer's watcher may close the connection before ours fires: say why either way.
+  // A peer's watcher may close the connection before ours fires: the code (kCancelled)
+  // and the message say why either way.
   const bool cancelled = cancelled_ || (opt_.cancelled && opt_.cancelled());
-  if (cancelled && what.find("cancelled") == std::string::npos) msg += "; the group was cancelled (generation aborted)";
+  if (cancelled) msg += "; the group was cancelled (generation aborted)";
   first_error_ = msg;
   // Reset our connections so that ranks still waiting on us (or on a neighbour of the
   // lost peer) fail now instead of at their own timeout: a ring only notices the death of
@@ -322,7 +324,7 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
     LOG_DEBUG("comm: closing connections of '{}': {}", prefix_, e.what());
   }
   LOG_WARN("comm: {}", msg);
-  if (cancelled) return Status::Unavailable(msg);
+  if (cancelled) return Status::Cancelled(msg);
   if (MentionsTimeout(what)) return Status::DeadlineExceeded(msg);
   if (io_error) return Status::Unavailable(msg);
   return Status::Internal(msg);

@@ -8,6 +8,7 @@
 // every Gloo exception is turned into a Status here, at the module edge:
 //   DeadlineExceeded  a peer did not show up or stalled past the timeout;
 //   Unavailable       a peer's connection closed or reset (its process died);
+//   Cancelled         GroupOptions::cancelled turned true (the generation was aborted);
 //   FailedPrecondition  the group already failed once (see below);
 //   InvalidArgument   bad arguments (nothing was sent).
 // After any communication failure the group is *broken*: Gloo cannot resynchronise a
@@ -67,7 +68,7 @@ struct GroupOptions {
   // Optional: polled every kCancelPoll while Connect waits for peers' keys and, by a
   // watcher thread of the group, for as long as the group lives; true makes Connect give
   // up at once, and ends a collective already blocked on a peer (a frozen or cut-off
-  // host) within kCancelPoll with Unavailable, instead of at the timeout (e.g. the
+  // host) within kCancelPoll with Cancelled, instead of at the timeout (e.g. the
   // generation was aborted). Called from that thread: must be thread-safe and quick.
   std::function<bool()> cancelled;
 };

@@ -16,12 +16,17 @@ Status EventLog::Open(const std::string& path) {
   return Status::OK();
 }
 
-void EventLog::Emit(const std::string& event, nlohmann::json fields) {
-  fields["time"] = WallSeconds();
-  fields["event"] = event;
+nlohmann::json EventLine(std::string_view name, nlohmann::json fields, double time) {
+  if (!fields.is_object()) fields = nlohmann::json::object();  // null: a struct with no field written
+  fields["time"] = time;
+  fields["event"] = std::string(name);
+  return fields;
+}
+
+void EventLog::Append(const nlohmann::json& line) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!open_) return;
-  Status st = out_.Write(fields);
+  Status st = out_.Write(line);
   if (!st.ok()) LOG_WARN("event log: {}", st.message());
 }
 

@@ -3,7 +3,9 @@
 // 1. Records, strict: ELASTRAIN_JSON_RECORD(Type, field...) defines to_json and from_json
 //    with one key per field (like nlohmann's NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT)
 //    and reads every value checked: a missing key keeps the field's default (records of
-//    older or newer versions still load), a value of the wrong JSON type, or an integer
+//    older or newer versions still load), a std::optional field is left out when empty
+//    and reads as empty when absent or null, a floating field reads null as NaN (nlohmann
+//    writes NaN and the infinities as null), a value of the wrong JSON type, or an integer
 //    out of the field's range, throws JsonFieldError naming the field's path
 //    ("members[2].rank"). nlohmann's own get<int>() static_casts a float such as 4.2e14
 //    to int, undefined behaviour (fuzz/fuzz_worker_messages.cpp found it); a record
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -75,6 +78,8 @@ namespace json_detail {
 // "<value> is out of range: expected <expected>".
 [[noreturn]] void ThrowOutOfRange(const nlohmann::json& v, const std::string& expected);
 [[noreturn]] void ThrowWrapped(const std::exception& e);
+template <typename T> struct IsOptional : std::false_type {};
+template <typename T> struct IsOptional<std::optional<T>> : std::true_type {};
 template <typename T> struct IsVector : std::false_type {};
 template <typename E, typename A> struct IsVector<std::vector<E, A>> : std::true_type {};
 template <typename T> struct IsStringMap : std::false_type {};
@@ -107,12 +112,24 @@ T StrictInteger(const nlohmann::json& v) {
 // name) through its from_json. Throws JsonFieldError with the path below `v`.
 template <typename T>
 void ReadJsonValue(const nlohmann::json& v, T& out) {
-  if constexpr (std::is_same_v<T, bool>) {
+  if constexpr (json_detail::IsOptional<T>::value) {  // null or absent: empty
+    if (v.is_null()) {
+      out.reset();
+      return;
+    }
+    typename T::value_type x{};
+    ReadJsonValue(v, x);
+    out = std::move(x);
+  } else if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) json_detail::ThrowWrongType(v, "true or false");
     out = v.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
     out = StrictInteger<T>(v);
   } else if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_null()) {  // nlohmann writes NaN and the infinities as null
+      out = std::numeric_limits<T>::quiet_NaN();
+      return;
+    }
     if (!v.is_number()) json_detail::ThrowWrongType(v, "a number");
     const double d = v.get<double>();
     if constexpr (sizeof(T) < sizeof(double)) {  // a double beyond float's range does not convert
@@ -170,6 +187,16 @@ void ReadJsonField(const nlohmann::json& j, const char* key, T& out) {
     ReadJsonValue(*it, out);
   } catch (const JsonFieldError& e) {
     throw e.Under(key);
+  }
+}
+
+// Sets j[key] to `v`; an empty optional sets nothing (the key is left out).
+template <typename T>
+void WriteJsonField(nlohmann::json& j, const char* key, const T& v) {
+  if constexpr (json_detail::IsOptional<T>::value) {
+    if (v) j[key] = *v;
+  } else {
+    j[key] = v;
   }
 }
 
@@ -267,10 +294,11 @@ std::string LenientString(const nlohmann::json& j, const char* key, const std::s
 }  // namespace elastrain
 
 #define ELASTRAIN_JSON_READ_FIELD(v1) ::elastrain::ReadJsonField(nlohmann_json_j, #v1, nlohmann_json_t.v1);
+#define ELASTRAIN_JSON_WRITE_FIELD(v1) ::elastrain::WriteJsonField(nlohmann_json_j, #v1, nlohmann_json_t.v1);
 #define ELASTRAIN_JSON_KEY_NAME(v1) #v1,
 #define ELASTRAIN_JSON_RECORD(Type, ...)                                                           \
   inline void to_json(nlohmann::json& nlohmann_json_j, const Type& nlohmann_json_t) {              \
-    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))                       \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(ELASTRAIN_JSON_WRITE_FIELD, __VA_ARGS__))             \
   }                                                                                                \
   inline void from_json(const nlohmann::json& nlohmann_json_j, Type& nlohmann_json_t) {            \
     ::elastrain::RequireJsonObject(nlohmann_json_j);                                               \

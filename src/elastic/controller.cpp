@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/safe_path.h"
 #include "common/log.h"
+#include "wire/events.h"
 #include "wire/job_state.h"
 #include "elastic/policy.h"
 #include "jobctl/cluster_view.h"
@@ -32,20 +33,19 @@ std::string RecordJsonWithoutTime(JobRecord r) {
 }
 
 // One readable line per event for the console; events.jsonl has every field.
-std::string DescribeEvent(const Event& e) {
-  const nlohmann::json& f = e.fields;
-  if (e.name == "job_state")
-    return fmt::format("{} -> {}: {}", f.value("from", ""), f.value("to", ""), f.value("reason", ""));
-  if (e.name == "generation_started") {
-    const auto& m = f.value("mesh", nlohmann::json::object());
-    return fmt::format("generation {}: {} workers, mesh data={} fsdp={} tensor={}, restore from {}",
-                       f.value("generation", -1), f.value("world", 0), m.value("data", 0), m.value("fsdp", 0),
-                       m.value("tensor", 0), DescribeRestore(f.value("restore", nlohmann::json::object())));
-  }
-  if (e.name == "generation_first_step")
-    return fmt::format("generation {}: first step done (step {})", f.value("generation", -1), f.value("step", -1));
-  if (f.contains("reason")) return fmt::format("{}: {}", e.name, f.value("reason", ""));
-  return fmt::format("{} {}", e.name, f.dump());
+std::string DescribeEvent(const AnyEvent& any) {
+  if (const auto* e = std::get_if<JobStateEvent>(&any)) return fmt::format("{} -> {}: {}", e->from, e->to, e->reason);
+  if (const auto* e = std::get_if<GenerationStartedEvent>(&any))
+    return fmt::format("generation {}: {} workers, mesh data={} fsdp={} tensor={}, restore from {}", e->generation,
+                       e->world, e->mesh.data, e->mesh.fsdp, e->mesh.tensor,
+                       DescribeRestore(nlohmann::json(e->restore)));
+  if (const auto* e = std::get_if<GenerationFirstStepEvent>(&any))
+    return fmt::format("generation {}: first step done (step {})", e->generation, e->step);
+  const nlohmann::json f = std::visit([](const auto& e) { return nlohmann::json(e); }, any);
+  const auto reason = f.find("reason");
+  if (reason != f.end() && reason->is_string())
+    return fmt::format("{}: {}", EventName(any), reason->get<std::string>());
+  return fmt::format("{} {}", EventName(any), f.dump());
 }
 }  // namespace
 
@@ -169,8 +169,8 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
   for (const auto& [agent, cmd] : d.commands)
     ELASTRAIN_RETURN_IF_ERROR(
         store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
-  for (const Event& e : d.events) {
-    events_.Emit(e.name, e.fields);
+  for (const AnyEvent& e : d.events) {
+    std::visit([this](const auto& x) { events_.Emit(x); }, e);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
   }
   record_put_revision_ = 0;
@@ -227,14 +227,22 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   SetLogLevel(cfg->log_level);
   AddLogFile(spec_.run_dir + "/controller.log");
   if (resumed) {
-    events_.Emit("controller_resumed", {{"source", "controller"}, {"job", spec_.job_id}, {"state", JobStateName(record_.state)},
-                                        {"generation", record_.generation}, {"step", record_.step}});
+    ControllerResumedEvent e;
+    e.job = spec_.job_id;
+    e.state = JobStateName(record_.state);
+    e.generation = record_.generation;
+    e.step = record_.step;
+    events_.Emit(e);
     LOG_INFO("controller: resuming job {} ({}, generation {}, step {})", spec_.job_id, JobStateName(record_.state),
              record_.generation, record_.step);
   } else {
-    events_.Emit("job_submitted", {{"source", "controller"}, {"job", spec_.job_id}, {"run_dir", spec_.run_dir},
-                                   {"num_workers", cfg->num_workers_spec}, {"max_failures", cfg->max_failures},
-                                   {"global_batch_size", cfg->global_batch_size}});
+    JobSubmittedEvent e;
+    e.job = spec_.job_id;
+    e.run_dir = spec_.run_dir;
+    e.num_workers = cfg->num_workers_spec;
+    e.max_failures = cfg->max_failures;
+    e.global_batch_size = cfg->global_batch_size;
+    events_.Emit(e);
     LOG_INFO("controller: job {} (num_workers={}, max_failures={}, run directory {})", spec_.job_id,
              cfg->num_workers_spec, cfg->max_failures, spec_.run_dir);
   }

@@ -69,10 +69,7 @@ class Decider {
   JobRecord& r() { return d_.record; }
   const JobRecord& r() const { return d_.record; }
   JobState state() const { return d_.record.state; }
-  void Emit(const std::string& name, nlohmann::json f = nlohmann::json::object()) {
-    f["source"] = "controller";
-    d_.events.push_back({name, std::move(f)});
-  }
+  void Emit(AnyEvent e) { d_.events.push_back(std::move(e)); }
   void Transition(JobState to, const std::string& reason);
   void Fail(const std::string& reason) {
     Transition(JobState::kFailed, reason);
@@ -139,8 +136,14 @@ void Decider::Transition(JobState to, const std::string& reason) {
     r().waited_since_trained = 0;
   }
   r().state_since = obs_.now;
-  Emit("job_state", {{"from", JobStateName(from)}, {"to", JobStateName(to)}, {"reason", reason},
-                     {"generation", r().generation}, {"step", r().step}, {"failures", r().failures}});
+  JobStateEvent e;
+  e.from = JobStateName(from);
+  e.to = JobStateName(to);
+  e.reason = reason;
+  e.generation = r().generation;
+  e.step = r().step;
+  e.failures = r().failures;
+  Emit(std::move(e));
 }
 
 std::vector<Member> Decider::ClassifyMembers(const Plan& plan) const {
@@ -188,9 +191,12 @@ void Decider::RecordHostFailure(const std::string& host) {
               times.end());
   if (static_cast<int64_t>(times.size()) >= s_.host_failure_threshold && s_.host_cooldown_seconds > 0) {
     r().cooldown_until[host] = obs_.now + s_.host_cooldown_seconds;
-    Emit("host_cooldown", {{"host", host}, {"failures", times.size()}, {"until", obs_.now + s_.host_cooldown_seconds},
-                           {"reason", fmt::format("{} failures within host_cooldown_seconds={}", times.size(),
-                                                  s_.host_cooldown_seconds)}});
+    HostCooldownEvent e;
+    e.host = host;
+    e.failures = static_cast<int64_t>(times.size());
+    e.until = obs_.now + s_.host_cooldown_seconds;
+    e.reason = fmt::format("{} failures within host_cooldown_seconds={}", times.size(), s_.host_cooldown_seconds);
+    Emit(std::move(e));
   }
 }
 
@@ -246,11 +252,16 @@ void Decider::NoteFirstStep(const Plan& plan, const std::vector<Member>& members
     }
   if (first == 0) return;
   r().first_step_noted = true;
-  nlohmann::json f = {{"generation", g}, {"step_time", first}, {"step_started", began}, {"step", step},
-                      {"start_step", start}, {"world", plan.world}};
+  GenerationFirstStepEvent e;
+  e.generation = g;
+  e.first_step_time = first;
+  e.step_started = began;
+  e.step = step;
+  e.start_step = start;
+  e.world = plan.world;
   // Failure (or resize) to the first step of this generation, less any wait.
-  if (r().trained_until > 0) f["recovery_seconds"] = std::max(0.0, began - r().trained_until - r().waited_since_trained);
-  Emit("generation_first_step", std::move(f));
+  if (r().trained_until > 0) e.recovery_seconds = std::max(0.0, began - r().trained_until - r().waited_since_trained);
+  Emit(std::move(e));
 }
 
 // Hung as a whole: everyone in the training loop, nobody advancing for twice the
@@ -264,10 +275,13 @@ bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
   }
   if (newest == 0 || obs_.now - newest <= 2 * s_.heartbeat_timeout || r().kill_sent_gen == g) return false;
   r().kill_sent_gen = g;
-  Emit("generation_stalled", {{"generation", g}, {"seconds", obs_.now - newest}, {"step", r().step},
-                              {"reason", fmt::format("no rank completed a step for {:.1f}s (2 x "
-                                                     "worker_heartbeat_timeout={}s)",
-                                                     obs_.now - newest, s_.heartbeat_timeout)}});
+  GenerationStalledEvent e;
+  e.generation = g;
+  e.seconds = obs_.now - newest;
+  e.step = r().step;
+  e.reason = fmt::format("no rank completed a step for {:.1f}s (2 x worker_heartbeat_timeout={}s)", obs_.now - newest,
+                         s_.heartbeat_timeout);
+  Emit(std::move(e));
   for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now, s_.job_id}});
   return true;
 }
@@ -285,15 +299,21 @@ void Decider::AskStopOrResize(const Plan& plan) {
     if (available > 0 && target > plan.world) {
       resize = true;
       r().resize_requested_gen = g;
-      Emit("resize_requested", {{"generation", g}, {"world", plan.world}, {"target", target},
-                                {"reason", fmt::format("{} idle workers; the world grows from {} to {} at the next "
-                                                       "checkpoint boundary",
-                                                       available, plan.world, target)}});
+      ResizeRequestedEvent e;
+      e.generation = g;
+      e.world = plan.world;
+      e.target = target;
+      e.reason = fmt::format("{} idle workers; the world grows from {} to {} at the next checkpoint boundary",
+                             available, plan.world, target);
+      Emit(std::move(e));
     }
   }
   if (user_stop) {
     r().stop_sent_gen = g;
-    Emit("stop_requested", {{"generation", g}, {"step", r().step}});
+    StopRequestedEvent e;
+    e.generation = g;
+    e.step = r().step;
+    Emit(std::move(e));
   }
   if (user_stop || resize) d_.stop = GenerationStop{g, StopBits(g), false, s_.job_id};
 }
@@ -323,24 +343,31 @@ void Decider::NoteEndedMember(int64_t g, const Member& x) {
   if (x.fate == Fate::kLive || x.fate == Fate::kCompleted || (x.fate == Fate::kStopped && !leaving)) return;
   if (std::find(r().noted.begin(), r().noted.end(), x.m->worker) != r().noted.end()) return;
   r().noted.push_back(x.m->worker);
-  nlohmann::json f = {{"generation", g}, {"rank", x.m->rank}, {"worker", x.m->worker}, {"host", x.m->host},
-                      {"pid", x.m->pid}, {"reason", x.desc}, {"step", r().step}};
-  std::string name = "worker_error";
-  if (leaving) {
-    name = "worker_preempted";
-    f["reason"] = fmt::format("worker rank {} (pid {}) on host {} saved step {} and left after a preemption notice",
-                              x.m->rank, x.m->pid, x.m->host, x.w->rec.step);
-  }
-  if (x.fate == Fate::kLost) name = "host_lost";
-  if (x.fate == Fate::kAborted) name = "worker_aborted";
+  WorkerEndFields f;
+  f.generation = g;
+  f.rank = x.m->rank;
+  f.worker = x.m->worker;
+  f.host = x.m->host;
+  f.pid = x.m->pid;
+  f.reason = x.desc;
+  f.step = r().step;
   if (x.fate == Fate::kExited) {
     const WorkerRecord& w = x.w->rec;
-    f["detected_at"] = w.exit_time;
-    f["exit_code"] = w.exit_code;
-    f["signal"] = w.exit_signal;
-    name = ExitEventName(w.exit_kind);
+    f.detected_at = w.exit_time;
+    f.exit_code = w.exit_code;
+    f.signal = w.exit_signal;
+    Emit(WorkerExitEvent(w.exit_kind, std::move(f)));
+  } else if (x.fate == Fate::kAborted) {
+    Emit(WorkerAbortedEvent{std::move(f)});
+  } else if (x.fate == Fate::kLost) {
+    Emit(HostLostEvent{std::move(f)});
+  } else if (leaving) {
+    f.reason = fmt::format("worker rank {} (pid {}) on host {} saved step {} and left after a preemption notice",
+                           x.m->rank, x.m->pid, x.m->host, x.w->rec.step);
+    Emit(WorkerPreemptedEvent{std::move(f)});
+  } else {
+    Emit(WorkerErrorEvent{std::move(f)});
   }
-  Emit(name, std::move(f));
 }
 
 // Members still running while the generation ends are waited for, and killed as
@@ -353,11 +380,13 @@ bool Decider::EndStragglers(int64_t g, const std::vector<Member>& members) {
   if (obs_.now - r().ending_since > s_.collective_timeout + kEndingGraceSeconds && r().kill_sent_gen != g) {
     r().kill_sent_gen = g;
     for (const Member* x : live) d_.commands.push_back({x->m->agent, {CommandAction::kTerminate, x->m->worker, obs_.now, s_.job_id}});
-    Emit("stragglers_killed", {{"generation", g}, {"count", live.size()},
-                               {"reason", fmt::format("{} ranks still running {:.1f}s after the generation began to "
-                                                      "end (collective_timeout={}s + {}s)",
-                                                      live.size(), obs_.now - r().ending_since,
-                                                      s_.collective_timeout, kEndingGraceSeconds)}});
+    StragglersKilledEvent e;
+    e.generation = g;
+    e.count = static_cast<int64_t>(live.size());
+    e.reason = fmt::format("{} ranks still running {:.1f}s after the generation began to end (collective_timeout={}s "
+                           "+ {}s)",
+                           live.size(), obs_.now - r().ending_since, s_.collective_timeout, kEndingGraceSeconds);
+    Emit(std::move(e));
   }
   return true;
 }
@@ -405,8 +434,13 @@ void Decider::EndGeneration(const std::vector<Member>& members) {
     for (const std::string& h : hosts) RecordHostFailure(h);
     const std::string budget = s_.max_failures < 0 ? "max_failures=-1 (unlimited)"
                                                    : fmt::format("max_failures={}", s_.max_failures);
-    Emit("generation_failed", {{"generation", g}, {"reason", cause->desc}, {"failures", r().failures},
-                               {"max_failures", s_.max_failures}, {"step", max_step}});
+    GenerationFailedEvent e;
+    e.generation = g;
+    e.reason = cause->desc;
+    e.failures = r().failures;
+    e.max_failures = s_.max_failures;
+    e.step = max_step;
+    Emit(std::move(e));
     if (s_.max_failures >= 0 && r().failures > s_.max_failures) {
       Fail(fmt::format("{} in generation {} at step {}; failure budget spent ({}, {} failure{})", cause->desc, g,
                        max_step, budget, r().failures, r().failures == 1 ? "" : "s"));
@@ -563,23 +597,23 @@ void Decider::TryStart() {
     if (state() == JobState::kRecovering && p.restore.kind == RestoreKind::kPeers) {
       p.covered_failures = ++r().covered_failures;
     }
-    if (cooled) Emit("cooldown_overridden", {{"reason", "no other host can run min_workers"}});
+    if (cooled) Emit(CooldownOverriddenEvent{.reason = "no other host can run min_workers"});
     r().generation = p.generation;
     r().world = n;
     if (!first) ++r().restarts;
     r().wait_since = 0;
     r().resize_requested_gen = -1;
     r().first_step_noted = false;
-    nlohmann::json members = nlohmann::json::array();
-    for (const PlanMember& m : p.members)
-      members.push_back({{"rank", m.rank}, {"worker", m.worker}, {"host", m.host}, {"pid", m.pid}});
-    const nlohmann::json restore = RestoreEventJson(p.restore, r().latest_checkpoint_step);
-    Emit("generation_started", {{"generation", p.generation}, {"world", n},
-                                {"mesh", {{"data", p.data}, {"fsdp", p.fsdp}, {"tensor", p.tensor}}},
-                                {"restore", restore},
-                                {"members", members}});
-    Transition(JobState::kRunning, fmt::format("generation {} with {} workers (restore from {})", p.generation, n,
-                                               DescribeRestore(restore)));
+    GenerationStartedEvent e;
+    e.generation = p.generation;
+    e.world = n;
+    e.mesh = {p.data, p.fsdp, p.tensor};
+    e.restore = RestoreEventOf(p.restore, r().latest_checkpoint_step);
+    for (const PlanMember& m : p.members) e.members.push_back({m.rank, m.worker, m.host, m.pid});
+    const std::string restore = DescribeRestore(nlohmann::json(e.restore));
+    Emit(std::move(e));
+    Transition(JobState::kRunning,
+               fmt::format("generation {} with {} workers (restore from {})", p.generation, n, restore));
     d_.plan = std::move(p);
     return;
   }
@@ -629,22 +663,22 @@ Decision Decide(const JobRecord& record, const Observation& obs, const JobSettin
   return Decider(record, obs, s).Run();
 }
 
-nlohmann::json RestoreEventJson(const RestorePlan& p, int64_t latest_checkpoint_step) {
-  nlohmann::json j = {{"kind", Name(p.kind)}};
+RestoreChoice RestoreEventOf(const RestorePlan& p, int64_t latest_checkpoint_step) {
+  RestoreChoice c;
+  c.kind = Name(p.kind);
   if (p.kind == RestoreKind::kMemory) {
-    j["source_rank"] = p.source_rank;
-    j["step"] = p.step;
+    c.source_rank = p.source_rank;
+    c.step = p.step;
   } else if (p.kind == RestoreKind::kPeers) {
-    j["step"] = p.step;
-    j["old_generation"] = p.old_generation;
-    nlohmann::json sources = nlohmann::json::array();
-    for (size_t s = 0; s < p.sources.size(); ++s) sources.push_back({{"shard", s}, {"rank", p.sources[s]}});
-    j["sources"] = sources;
+    c.step = p.step;
+    c.old_generation = p.old_generation;
+    c.sources.emplace();
+    for (size_t s = 0; s < p.sources.size(); ++s) c.sources->push_back({static_cast<int64_t>(s), p.sources[s]});
   } else if (latest_checkpoint_step >= 0) {
-    j["latest_checkpoint_step"] = latest_checkpoint_step;
+    c.latest_checkpoint_step = latest_checkpoint_step;
   }
-  if (!p.why.empty()) j["why"] = p.why;
-  return j;
+  if (!p.why.empty()) c.why = p.why;
+  return c;
 }
 
 std::string DescribeRestore(const nlohmann::json& restore) {

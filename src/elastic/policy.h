@@ -38,6 +38,7 @@
 
 #include "plan/mesh.h"
 #include "config/config.h"
+#include "wire/events.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"
 
@@ -84,17 +85,12 @@ struct Observation {
   bool stop_requested = false;           // elastrain stop
 };
 
-struct Event {
-  std::string name;
-  nlohmann::json fields;
-};
-
 struct Decision {
   JobRecord record;                      // the next persisted state
   std::optional<Plan> plan;              // a new generation to write
   std::optional<GenerationStop> stop;    // a stop request to write
   std::vector<std::pair<std::string, AgentCommand>> commands;  // agent id -> command
-  std::vector<Event> events;
+  std::vector<AnyEvent> events;          // for events.jsonl (wire/events.h)
   bool shutdown = false;                 // the job is over: agents stop their workers
 };
 
@@ -105,9 +101,9 @@ Decision Decide(const JobRecord& record, const Observation& obs, const JobSettin
 // the workers restore the newest committed checkpoint they find (a rerun's controller
 // knows none), only the newest one this controller heard of (`latest_checkpoint_step`)
 // when there is one. The chief's state_restored event names the step restored.
-nlohmann::json RestoreEventJson(const RestorePlan& p, int64_t latest_checkpoint_step);
+RestoreChoice RestoreEventOf(const RestorePlan& p, int64_t latest_checkpoint_step);
 // "memory of rank 1, step 40", "the latest checkpoint; the newest known is step 40", or
-// "the latest checkpoint, if any", from RestoreEventJson's JSON (any field may be
+// "the latest checkpoint, if any", from RestoreEventOf's JSON (any field may be
 // missing or of another type).
 std::string DescribeRestore(const nlohmann::json& restore);
 

@@ -28,6 +28,7 @@
 #include "launch/rank_env.h"
 #include "store/store.h"
 #include "train/checkpoint_period.h"
+#include "wire/events.h"
 #include "wire/exit_codes.h"
 #include "wire/protocol.h"
 
@@ -276,10 +277,9 @@ void LaunchedWorker::StartGeneration(const AssignMessage& a) {
 bool LaunchedWorker::NotePeriodChange(const std::optional<CheckpointPeriodChange>& change) {
   if (!change || !gen_) return false;
   if (gen_->a.rank == 0)
-    events_.Emit("checkpoint_period_changed",
-                 {{"from", change->from}, {"to", change->to}, {"failures", change->failures},
-                  {"mtti_seconds", change->mtti_seconds}, {"stall_seconds", change->stall_seconds},
-                  {"step_seconds", change->step_seconds}, {"reason", change->reason}});
+    events_.Emit(CheckpointPeriodChangedEvent{change->from, change->to, change->failures, change->covered_failures,
+                                              change->mtti_seconds, change->stall_seconds, change->step_seconds,
+                                              change->reason, gen_->a.generation});
   return true;
 }
 
@@ -434,8 +434,8 @@ void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
   } else if (const auto* c = std::get_if<ProgramCheckpoint>(&m)) {
     Send(CheckpointMessage{c->step, WallSeconds()});
     if (g.a.rank == 0)
-      events_.Emit("checkpoint_saved", {{"step", c->step}, {"generation", g.a.generation}, {"dir", ""},
-                                        {"write_seconds", c->seconds}, {"stall_seconds", c->seconds}});
+      events_.Emit(CheckpointSavedEvent{.step = c->step, .generation = g.a.generation, .write_seconds = c->seconds,
+                                        .stall_seconds = c->seconds});
     if (cfg_.checkpoint_period_auto && c->seconds > 0) {
       const double mean = g.last_step > g.first_step && g.first_step >= 0
                               ? (g.last_step_time - g.started) / static_cast<double>(g.last_step - g.first_step + 1)

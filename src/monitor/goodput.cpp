@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/json.h"
+#include "wire/events.h"
 #include "wire/job_state.h"
 
 namespace elastrain {
@@ -27,7 +28,7 @@ struct StepRecord {
 
 class Accountant {
  public:
-  Accountant(const std::vector<nlohmann::json>& events, const std::vector<nlohmann::json>& metrics, double now);
+  Accountant(const std::vector<nlohmann::json>& lines, const std::vector<nlohmann::json>& metrics, double now);
   GoodputBreakdown Run();
 
  private:
@@ -36,7 +37,7 @@ class Accountant {
   void Train(const StateSegment& seg, double begin, GenerationSummary* gs);
   int64_t StepsBefore(int64_t gen) const;
 
-  const std::vector<nlohmann::json>& events_;
+  std::vector<EventRecord> events_;  // the lines that decode (wire/events.h); the others are skipped
   double now_;
   GoodputBreakdown out_;
   std::map<int64_t, GenerationSummary> gens_;
@@ -48,40 +49,39 @@ class Accountant {
   double pending_recovery_ = 0;
 };
 
-Accountant::Accountant(const std::vector<nlohmann::json>& events, const std::vector<nlohmann::json>& metrics,
+Accountant::Accountant(const std::vector<nlohmann::json>& lines, const std::vector<nlohmann::json>& metrics,
                        double now)
-    : events_(events), now_(now) {
+    : now_(now) {
+  for (const nlohmann::json& line : lines)
+    if (auto r = DecodeEvent(line); r.ok()) events_.push_back(std::move(r).value());
   for (const nlohmann::json& m : metrics) {
     if (!m.is_object() || !m.contains("loss") || !m.contains("wall_time")) continue;
     steps_[LenientInteger(m, "generation", 0)].push_back({LenientInteger(m, "step", 0), LenientNumber(m, "wall_time")});
   }
   for (auto& [g, v] : steps_)
     std::stable_sort(v.begin(), v.end(), [](const StepRecord& a, const StepRecord& b) { return a.step < b.step; });
-  for (const nlohmann::json& e : events) {
-    if (!e.is_object()) continue;
-    const std::string name = LenientString(e, "event");
-    const int64_t g = LenientInteger(e, "generation", -1);
-    if (name == "generation_started") {
-      GenerationSummary& s = gens_[g];
-      s.generation = g;
-      s.world = static_cast<int>(LenientInteger(e, "world", 0));
-      s.started = LenientNumber(e, "time");
-      if (e.contains("restore") && e["restore"].is_object()) s.start_step = LenientInteger(e["restore"], "step", 0);
-    } else if (name == "generation_first_step") {
-      GenerationSummary& s = gens_[g];
-      s.generation = g;
-      s.first_step = LenientNumber(e, "step_started", LenientNumber(e, "step_time"));
-      s.start_step = LenientInteger(e, "start_step", s.start_step);
-    } else if (name == "state_restored") {  // the chief's word on the step it restored
-      GenerationSummary& s = gens_[g];
-      s.generation = g;
-      s.start_step = LenientInteger(e, "step", s.start_step);
-    } else if (name == "steps_redone") {
-      redone_[g] = {LenientInteger(e, "to", 0), LenientNumber(e, "time")};
-    } else if (name == "generation_failed") {
-      failed_at_[g] = std::max(failed_at_[g], LenientInteger(e, "step", 0));
-    } else if (name == "checkpoint_saved") {
-      stalls_.push_back({LenientNumber(e, "time"), std::max(0.0, LenientNumber(e, "stall_seconds"))});
+  for (const EventRecord& r : events_) {
+    if (const auto* e = EventAs<GenerationStartedEvent>(r)) {
+      GenerationSummary& s = gens_[e->generation];
+      s.generation = e->generation;
+      s.world = e->world;
+      s.started = r.time;
+      s.start_step = e->restore.step.value_or(0);
+    } else if (const auto* e = EventAs<GenerationFirstStepEvent>(r)) {
+      GenerationSummary& s = gens_[e->generation];
+      s.generation = e->generation;
+      s.first_step = e->step_started > 0 ? e->step_started : e->first_step_time;
+      if (e->start_step >= 0) s.start_step = e->start_step;
+    } else if (const auto* e = EventAs<StateRestoredEvent>(r)) {  // the chief's word on the step it restored
+      GenerationSummary& s = gens_[e->generation];
+      s.generation = e->generation;
+      s.start_step = e->step;
+    } else if (const auto* e = EventAs<StepsRedoneEvent>(r)) {
+      redone_[e->generation] = {e->to, r.time};
+    } else if (const auto* e = EventAs<GenerationFailedEvent>(r)) {
+      failed_at_[e->generation] = std::max(failed_at_[e->generation], e->step);
+    } else if (const auto* e = EventAs<CheckpointSavedEvent>(r)) {
+      stalls_.push_back({r.time, std::max(0.0, e->stall_seconds)});
     }
   }
 }
@@ -193,15 +193,15 @@ void Accountant::Train(const StateSegment& seg, double begin, GenerationSummary*
 
 GoodputBreakdown Accountant::Run() {
   double start = -1;
-  for (const nlohmann::json& e : events_)
-    if (e.is_object() && LenientString(e, "event") == "job_submitted") {
-      start = LenientNumber(e, "time");
+  for (const EventRecord& r : events_)
+    if (EventAs<JobSubmittedEvent>(r)) {
+      start = r.time;
       break;
     }
   if (start < 0)
-    for (const nlohmann::json& e : events_)
-      if (e.is_object() && e.contains("time")) {
-        start = LenientNumber(e, "time");
+    for (const EventRecord& r : events_)
+      if (r.time > 0) {
+        start = r.time;
         break;
       }
   if (start < 0) return out_;
@@ -210,15 +210,16 @@ GoodputBreakdown Accountant::Run() {
 
   std::vector<StateSegment> segs;
   StateSegment cur{start, 0, JobState::kPending, std::nullopt, -1};
-  for (const nlohmann::json& e : events_) {
-    if (!e.is_object() || LenientString(e, "event") != "job_state") continue;
-    auto to = ParseJobState(LenientString(e, "to"));
+  for (const EventRecord& r : events_) {
+    const auto* e = EventAs<JobStateEvent>(r);
+    if (!e) continue;
+    auto to = ParseJobState(e->to);
     if (!to.ok()) continue;  // not a state this version knows: the segment goes on
-    const double t = std::max(LenientNumber(e, "time"), cur.begin);
+    const double t = std::max(r.time, cur.begin);
     cur.end = t;
     cur.next = to.value();
     segs.push_back(cur);
-    cur = {t, 0, to.value(), std::nullopt, LenientInteger(e, "generation", -1)};
+    cur = {t, 0, to.value(), std::nullopt, e->generation};
     if (IsTerminal(cur.state)) {
       out_.finished = true;
       out_.end = t;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "wire/events.h"
 #include "wire/job_state.h"
 #include "common/json.h"
 
@@ -96,11 +97,13 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
           st("step") - std::max(0.0, ckpt));
   // checkpoint_period=auto: the period the chief chose last.
   double period = st("checkpoint_period");
-  for (auto it = run.events.rbegin(); it != run.events.rend(); ++it)
-    if (LenientString(*it, "event") == "checkpoint_period_changed") {
-      period = LenientNumber(*it, "to", period);
+  for (auto it = run.events.rbegin(); it != run.events.rend(); ++it) {
+    const auto r = DecodeEvent(*it);
+    if (const auto* e = r.ok() ? EventAs<CheckpointPeriodChangedEvent>(r.value()) : nullptr) {
+      period = static_cast<double>(e->to);
       break;
     }
+  }
   x.Gauge("checkpoint_period_steps", "checkpoint_period (with auto: the current choice)", period);
 
   // The newest training figures, from metrics.jsonl.
@@ -122,11 +125,13 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Gauge("last_step_timestamp_seconds", "wall time when the newest logged step completed", last_step_time);
 
   std::vector<double> saves, stalls;
-  for (const nlohmann::json& e : run.events)
-    if (LenientString(e, "event") == "checkpoint_saved") {
-      saves.push_back(LenientNumber(e, "write_seconds"));
-      stalls.push_back(LenientNumber(e, "stall_seconds"));
+  for (const nlohmann::json& line : run.events) {
+    const auto r = DecodeEvent(line);
+    if (const auto* e = r.ok() ? EventAs<CheckpointSavedEvent>(r.value()) : nullptr) {
+      saves.push_back(e->write_seconds);
+      stalls.push_back(e->stall_seconds);
     }
+  }
   const std::vector<double> fast = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
   x.Histogram("checkpoint_save_seconds", "time to write and commit a checkpoint", fast, saves);
   x.Histogram("checkpoint_stall_seconds", "training blocked by a checkpoint save", fast, stalls);

@@ -16,6 +16,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "train/shard_pieces.h"
+#include "wire/events.h"
 
 namespace elastrain {
 
@@ -192,7 +193,7 @@ Status Checkpointer::Save(int64_t step, const ckpt::DataState& data) {
     pending_status_ = WriteInBackground(step, dir, snapshot, data, stall, waited, t0);
     if (!pending_status_.ok()) {
       LOG_ERROR("checkpoint at step {} failed: {}", step, pending_status_.message());
-      if (chief()) events_->Emit("checkpoint_failed", {{"step", step}, {"error", pending_status_.message()}});
+      if (chief()) events_->Emit(CheckpointFailedEvent{step, pending_status_.message()});
     }
   });
   if (!cfg_.async_checkpointing) return Flush();
@@ -249,10 +250,17 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
     std::lock_guard<std::mutex> lock(committed_mu_);
     committed_save_seconds_ = save_seconds;
   }
-  events_->Emit("checkpoint_saved", {{"step", step}, {"generation", generation_}, {"dir", dir}, {"write_seconds", write_seconds},
-                                     {"prune_seconds", prune_seconds}, {"stall_seconds", stall},
-                                     {"snapshot_seconds", stall - waited}, {"wait_seconds", waited},
-                                     {"save_seconds", save_seconds}});
+  CheckpointSavedEvent saved;
+  saved.step = step;
+  saved.generation = generation_;
+  saved.dir = dir;
+  saved.write_seconds = write_seconds;
+  saved.prune_seconds = prune_seconds;
+  saved.stall_seconds = stall;
+  saved.snapshot_seconds = stall - waited;
+  saved.wait_seconds = waited;
+  saved.save_seconds = save_seconds;
+  events_->Emit(saved);
   LOG_INFO("checkpoint saved: {} ({:.2f}s in the background, {:.2f}s of it removing old checkpoints)", dir,
            SecondsSince(t0), prune_seconds);
   if (on_commit_) on_commit_(step);
@@ -417,8 +425,7 @@ Result<RestoreResult> Checkpointer::Restore() {
       LOG_INFO("restored {} from {} (step {}) in {:.2f}s", full_state ? "the full state" : "parameters",
                candidates[c], step, SecondsSince(t0));
       if (chief())
-        events_->Emit("checkpoint_restored",
-                      {{"step", step}, {"dir", candidates[c]}, {"seconds", SecondsSince(t0)}, {"full_state", full_state}});
+        events_->Emit(CheckpointRestoredEvent{step, candidates[c], SecondsSince(t0), full_state});
       return result;
     }
     const std::string why = st.ok() ? fmt::format("{} of the ranks could not read it", failures) : st.message();
@@ -426,7 +433,7 @@ Result<RestoreResult> Checkpointer::Restore() {
       return Status::Corruption(fmt::format("cannot restore from {}: {}", candidates[c], why));
     LOG_WARN("checkpoint {} does not restore ({}); falling back to {}", candidates[c], why, candidates[c + 1]);
     if (chief())
-      events_->Emit("checkpoint_restore_fallback", {{"dir", candidates[c]}, {"error", why}, {"next", candidates[c + 1]}});
+      events_->Emit(CheckpointRestoreFallbackEvent{candidates[c], why, candidates[c + 1]});
   }
   return result;
 }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "train/peer_restore.h"
 #include "train/trainer_impl.h"
+#include "wire/events.h"
 
 namespace elastrain {
 
@@ -70,7 +71,7 @@ Result<bool> Trainer::RestoreFromPeers() {
       const std::string why = fmt::format("rank {} does not hold {} at step {}", q,
                                           q == ctx_.rank ? missing : std::string("its shards"), r.step);
       LOG_WARN("restore from peers abandoned: {}; restoring the latest checkpoint", why);
-      if (is_chief()) events_.Emit("peer_restore_abandoned", {{"generation", ctx_.generation}, {"why", why}});
+      if (is_chief()) events_.Emit(PeerRestoreAbandonedEvent{ctx_.generation, why});
       return false;
     }
 
@@ -120,12 +121,15 @@ Result<bool> Trainer::RestoreFromPeers() {
            r.step, r.old_generation, r.sources.size(), mesh_->ToString(), received * 4.0 / 1048576.0, secs);
   // The chief names where each shard came from; every rank's bytes add up in the log.
   if (is_chief()) {
-    nlohmann::json sources = nlohmann::json::array();
-    for (size_t s = 0; s < r.sources.size(); ++s) sources.push_back({{"shard", s}, {"rank", r.sources[s]}});
-    events_.Emit("memory_restored", {{"step", r.step}, {"generation", ctx_.generation}, {"kind", "peers"},
-                                     {"old_generation", r.old_generation},
-                                     {"old_mesh", {{"fsdp", r.old_fsdp}, {"tensor", r.old_tensor}}},
-                                     {"sources", sources}, {"seconds", secs}});
+    MemoryRestoredEvent e;
+    e.step = r.step;
+    e.generation = ctx_.generation;
+    e.kind = "peers";
+    e.old_generation = r.old_generation;
+    e.old_mesh = {r.old_fsdp, r.old_tensor};
+    for (size_t s = 0; s < r.sources.size(); ++s) e.sources.push_back({static_cast<int64_t>(s), r.sources[s]});
+    e.seconds = secs;
+    events_.Emit(e);
   }
   return true;
 }

@@ -31,6 +31,7 @@
 #include "train/mfu_peak.h"
 #include "kernels/gemm_matmul.h"
 #include "train/trainer_impl.h"
+#include "wire/events.h"
 
 namespace elastrain {
 
@@ -232,10 +233,11 @@ Status Trainer::Restore() {
     NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, ctx_.covered_failures, JobElapsedSeconds()),
                      start_step_);
   if (is_chief())
-    events_.Emit("state_restored", {{"generation", ctx_.generation}, {"step", start_step_}, {"world", ctx_.world},
-                                    {"kind", from_memory ? "memory" : from_peers ? "peers"
-                                                                : start_step_ > 0 ? "checkpoint" : "fresh"},
-                                    {"seconds", SecondsSince(restore_start)}});
+    events_.Emit(StateRestoredEvent{ctx_.generation, start_step_, ctx_.world,
+                                    from_memory ? "memory" : from_peers ? "peers"
+                                                : start_step_ > 0      ? "checkpoint"
+                                                                       : "fresh",
+                                    SecondsSince(restore_start)});
   restored_ = true;
   StartRamTier();
   ELASTRAIN_RETURN_IF_ERROR(OpenStepLogs());
@@ -283,9 +285,7 @@ Status Trainer::RecoverStepLine() {
   if (!is_chief() || line_.step <= logged_.train) return Status::OK();
   LOG_WARN("metrics.jsonl has no line for step {}, which generation {} completed: writing the one rank {} kept",
            line_.step, line_.generation, owner);
-  events_.Emit("step_line_recovered",
-               {{"generation", ctx_.generation}, {"step", line_.step}, {"line_generation", line_.generation},
-                {"rank", owner}});
+  events_.Emit(StepLineRecoveredEvent{ctx_.generation, line_.step, line_.generation, owner});
   return WriteStepLine(line_);
 }
 
@@ -325,9 +325,15 @@ Status Trainer::RestoreFromMemory() {
   const int sent = static_cast<int>(members.size()) - 1;
   LOG_INFO("restored step {} from memory ({}; {} of {} ranks received it from rank {}) in {:.3f}s", step,
            have ? "held it" : "received it", sent, ctx_.world, source, secs);
-  if (is_chief())
-    events_.Emit("memory_restored", {{"step", step}, {"generation", ctx_.generation}, {"source_rank", source},
-                                     {"ranks_sent", sent}, {"seconds", secs}});
+  if (is_chief()) {
+    MemoryRestoredEvent e;
+    e.step = step;
+    e.generation = ctx_.generation;
+    e.source_rank = source;
+    e.ranks_sent = sent;
+    e.seconds = secs;
+    events_.Emit(e);
+  }
   return Status::OK();
 }
 
@@ -361,7 +367,7 @@ void Trainer::BeginSummary(GenerationResult* out) const {
 Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   if (ctx_.control.aborted && ctx_.control.aborted())
     return NameLostPeers(
-        Status::Unavailable(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
+        Status::Cancelled(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
   auto t0 = Clock::now();
   int stop = 0;
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
@@ -387,7 +393,7 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   if (due) ELASTRAIN_RETURN_IF_ERROR(LogStep(line, stall));
   // Goodput's redone time ends here: these steps write no lines to time them by.
   if (is_chief() && done <= redo_until_ && (done == redo_until_ || stop))
-    events_.Emit("steps_redone", {{"generation", ctx_.generation}, {"from", start_step_}, {"to", done}});
+    events_.Emit(StepsRedoneEvent{ctx_.generation, start_step_, done});
   const double elapsed = SecondsSince(loop_start_);
   const int64_t run_steps = done - start_step_;
   if (is_chief()) progress_.Update(done, cfg_.steps, loss, gb_ * T_ / dt, elapsed / run_steps * (cfg_.steps - done));
@@ -499,16 +505,8 @@ void Trainer::NotePeriodChange(const std::optional<CheckpointPeriodChange>& c, i
            "step {:.4f}s)",
            c->from, c->to, step, c->reason, c->failures, c->failures == 1 ? "" : "s", c->mtti_seconds,
            c->stall_seconds, c->step_seconds);
-  events_.Emit("checkpoint_period_changed", {{"from", c->from},
-                                             {"to", c->to},
-                                             {"failures", c->failures},
-                                             {"covered_failures", c->covered_failures},
-                                             {"mtti_seconds", c->mtti_seconds},
-                                             {"stall_seconds", c->stall_seconds},
-                                             {"step_seconds", c->step_seconds},
-                                             {"reason", c->reason},
-                                             {"generation", ctx_.generation},
-                                             {"step", step}});
+  events_.Emit(CheckpointPeriodChangedEvent{c->from, c->to, c->failures, c->covered_failures, c->mtti_seconds,
+                                            c->stall_seconds, c->step_seconds, c->reason, ctx_.generation, step});
 }
 
 

@@ -132,9 +132,9 @@ class Trainer {
   double JobElapsedSeconds() const { return WallSeconds() - job_started_at_; }
   // A step cancelled because the generation lost a member says which one, when known.
   Status NameLostPeers(const Status& st) const {
-    if (st.ok() || !ctx_.describe_lost_peers || st.message().find("cancelled") == std::string::npos) return st;
+    if (!st.cancelled() || !ctx_.describe_lost_peers) return st;
     const std::string lost = ctx_.describe_lost_peers();
-    return lost.empty() ? st : Status::Unavailable(st.message() + "; " + lost);
+    return lost.empty() ? st : Status::Cancelled(st.message() + "; " + lost);
   }
   void Phase(TrainPhase p) {
     if (ctx_.control.on_phase) ctx_.control.on_phase(p);

@@ -120,7 +120,7 @@ void Transformer<T>::Hook(const std::function<Status(int)>& f, int unit) {
 template <typename T>
 bool Transformer<T>::KeepGoing() {
   if (comm_status_.ok() && cancelled_ && cancelled_())
-    comm_status_ = Status::Unavailable("the step was cancelled: the generation is over");
+    comm_status_ = Status::Cancelled("the step was cancelled: the generation is over");
   return comm_status_.ok();
 }
 

@@ -67,8 +67,8 @@ TEST(ElasticPolicyFirstGeneration, TakesEveryIdleWorker) {
   EXPECT_FALSE(d.shutdown);
   EXPECT_FALSE(d.stop);
   EXPECT_TRUE(d.commands.empty());
-  const Event* started = FindEvent(d, "generation_started");
-  ASSERT_NE(started, nullptr) << Names(d);
+  const auto started = FindEvent(d, "generation_started");
+  ASSERT_TRUE(started) << Names(d);
   EXPECT_EQ(started->fields["generation"], 0);
   EXPECT_EQ(started->fields["world"], 4);
   EXPECT_EQ(started->fields["restore"]["kind"], "checkpoint");
@@ -171,7 +171,7 @@ TEST(ElasticPolicyFailure, WaitsForSurvivorsThenRecoversFromTheNewestReplica) {
   EXPECT_EQ(d.record.ending_since, kT0 + 2);
   EXPECT_TRUE(d.commands.empty());
   ASSERT_EQ(CountEvents(d, "worker_failed"), 1) << Names(d);
-  const Event* wf = FindEvent(d, "worker_failed");
+  const auto wf = FindEvent(d, "worker_failed");
   EXPECT_EQ(wf->fields["rank"], 1);
   EXPECT_EQ(wf->fields["worker"], "a1-w0");
   EXPECT_EQ(wf->fields["host"], "h1");
@@ -210,8 +210,8 @@ TEST(ElasticPolicyFailure, WaitsForSurvivorsThenRecoversFromTheNewestReplica) {
   EXPECT_EQ(d.record.host_failures["h1"].size(), 1u);
   EXPECT_FALSE(d.shutdown);
   EXPECT_EQ(CountEvents(d, "worker_failed"), 0) << "logged in the first decision";
-  const Event* gf = FindEvent(d, "generation_failed");
-  ASSERT_NE(gf, nullptr) << Names(d);
+  const auto gf = FindEvent(d, "generation_failed");
+  ASSERT_TRUE(gf) << Names(d);
   EXPECT_EQ(gf->fields["generation"], 0);
   EXPECT_EQ(gf->fields["failures"], 1);
   EXPECT_EQ(gf->fields["reason"], desc) << "the cause is the death, not the survivors' view of it";
@@ -337,8 +337,8 @@ TEST(ElasticPolicyPreemption, ShrinksWithoutCountingAFailure) {
   EXPECT_EQ(d.record.restarts, 1);
   EXPECT_EQ(d.record.state, JobState::kRunning);
   EXPECT_THAT(Transitions(d), ElementsAre("RUNNING->RESIZING", "RESIZING->RUNNING"));
-  const Event* resizing = FindEvent(d, "job_state");
-  ASSERT_NE(resizing, nullptr);
+  const auto resizing = FindEvent(d, "job_state");
+  ASSERT_TRUE(resizing);
   EXPECT_THAT(resizing->fields["reason"].get<std::string>(), HasSubstr("preemption"));
   EXPECT_EQ(CountEvents(d, "generation_failed"), 0);
   EXPECT_TRUE(d.record.host_failures.empty()) << "a preemption is no host failure";
@@ -402,7 +402,7 @@ TEST(ElasticPolicyHostLoss, LostHostIsAFailureAndLeavesThePlan) {
   Decision d = Decide(rec, c.Obs(kT0, plan), s);
   EXPECT_FALSE(d.plan);
   ASSERT_EQ(CountEvents(d, "host_lost"), 1) << Names(d);
-  const Event* hl = FindEvent(d, "host_lost");
+  const auto hl = FindEvent(d, "host_lost");
   EXPECT_EQ(hl->fields["host"], "h2");
   EXPECT_EQ(hl->fields["rank"], 1);
   EXPECT_THAT(hl->fields["reason"].get<std::string>(), HasSubstr("agent a2"));

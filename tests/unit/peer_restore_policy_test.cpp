@@ -80,8 +80,8 @@ TEST(PeerRestorePolicy, ASurvivingCopyOfEveryShardRestoresFromPeersOnTheNewRanks
   EXPECT_EQ(d.record.failures, 1);
   EXPECT_EQ(d.record.covered_failures, 1);
   EXPECT_EQ(p.covered_failures, 1);
-  const Event* started = FindEvent(d, "generation_started");
-  ASSERT_NE(started, nullptr) << Names(d);
+  const auto started = FindEvent(d, "generation_started");
+  ASSERT_TRUE(started) << Names(d);
   EXPECT_EQ(started->fields["restore"]["kind"], "peers");
   EXPECT_EQ(started->fields["restore"]["why"], r.why);
 }

@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/mesh.h"
 #include "elastic/policy.h"
+#include "wire/events.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"
 #include "wire/stop_reason.h"
@@ -213,24 +215,30 @@ inline RunningGeneration StartGeneration(Cluster& c, int64_t gen, const std::vec
 
 // ---- Decisions --------------------------------------------------------------------------
 
-inline int CountEvents(const Decision& d, const std::string& name) {
-  return static_cast<int>(std::count_if(d.events.begin(), d.events.end(), [&](const Event& e) { return e.name == name; }));
+// An event of a decision as events.jsonl has it: its name and its line.
+struct EventFields {
+  std::string name;
+  nlohmann::json fields;
+};
+inline int CountEvents(const Decision& d, std::string_view name) {
+  return static_cast<int>(
+      std::count_if(d.events.begin(), d.events.end(), [&](const AnyEvent& e) { return EventName(e) == name; }));
 }
-inline const Event* FindEvent(const Decision& d, const std::string& name) {
-  for (const Event& e : d.events)
-    if (e.name == name) return &e;
-  return nullptr;
+inline std::optional<EventFields> FindEvent(const Decision& d, std::string_view name) {
+  for (const AnyEvent& e : d.events)
+    if (EventName(e) == name) return EventFields{std::string(name), EncodeEvent(e, 0)};
+  return std::nullopt;
 }
 inline std::vector<std::string> EventNames(const Decision& d) {
   std::vector<std::string> out;
-  for (const Event& e : d.events) out.push_back(e.name);
+  for (const AnyEvent& e : d.events) out.emplace_back(EventName(e));
   return out;
 }
 // The job_state transitions of a decision, as "FROM->TO".
 inline std::vector<std::string> Transitions(const Decision& d) {
   std::vector<std::string> out;
-  for (const Event& e : d.events)
-    if (e.name == "job_state") out.push_back(e.fields["from"].get<std::string>() + "->" + e.fields["to"].get<std::string>());
+  for (const AnyEvent& e : d.events)
+    if (const auto* s = std::get_if<JobStateEvent>(&e)) out.push_back(s->from + "->" + s->to);
   return out;
 }
 inline std::vector<std::string> MemberIds(const Plan& p) {
