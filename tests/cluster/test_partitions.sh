@@ -17,7 +17,7 @@ net_setup store h1 h2 h3
 host_etcd store
 start_head store
 for h in h1 h2 h3; do start_agent $h; done
-common=(model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10
+common=(model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10
   record_consumed_samples=1 global_batch_size=12 per_device_batch_size=2)
 submit_job part "${common[@]}" num_workers=2:6 final_params_path="$WORK/final.bin"
 world() { field world; }

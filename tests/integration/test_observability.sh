@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/corpus.txt"
 run=runs/obs
 started=$(now)
-"$BIN" train model_name=tiny vocab_size=256 max_target_length=32 dataset_type=text dataset_path="$WORK/corpus.txt" \
+"$BIN" train model_name=tiny hardware_peak_tflops=1 vocab_size=256 max_target_length=32 dataset_type=text dataset_path="$WORK/corpus.txt" \
   steps=100000 global_batch_size=8 per_device_batch_size=4 eval_interval=100 log_period=1 checkpoint_period=50 \
   base_output_directory="$WORK/runs" run_name=obs dashboard_port=0 num_workers=2:3 threads_per_worker=1 \
   fail_rank=1 fail_at_step=60 fail_mode=kill cost_per_worker_hour=2.5 >"$WORK/out" 2>"$WORK/err" &
