@@ -1,14 +1,18 @@
-# The two commands of README.md:
+# The commands of README.md ("The two commands"):
 #   make demo   installs dependencies, builds, trains the `small` llama on the fortunes corpus
-#   make test   installs dependencies, builds, runs every test (unit + integration, and
-#               each fuzz harness for a few seconds: the `fuzz_short` test)
+#   make test   installs dependencies, builds (the fuzz harnesses' clang tree too), runs
+#               every test: ctest's whole list, TEST_JOBS (2) at a time; what .ci/run runs
+#   make check  builds and runs the fast tier (ctest -L fast: the unit tests and the quick
+#               integration tests), a few minutes: the loop to run after every change
 #   make fuzz   runs each fuzz harness for FUZZ_SECONDS (600) seconds (fuzz/README.md)
-# `make` alone builds.
+# `make` alone builds. The ctest labels (fast, unit, integration, cluster, deploy, fuzz,
+# slow) are set in CMakeLists.txt; `cd build && ctest -L cluster` runs one of them.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+TEST_JOBS ?= 2
 FUZZ_SECONDS ?= 600
 
-.PHONY: all build deps demo test unit bench fuzz clean
+.PHONY: all build deps demo check test unit bench fuzz clean
 all: build
 
 build:
@@ -22,10 +26,14 @@ demo: deps
 	$(MAKE) build
 	bash scripts/demo.sh $(ARGS)
 
+check: build
+	cd $(BUILD) && ctest -L fast -j $(TEST_JOBS) --output-on-failure --timeout 600
+
 test:
 	bash scripts/install_deps.sh --test
 	$(MAKE) build
-	cd $(BUILD) && ctest --output-on-failure --timeout 1200
+	bash scripts/fuzz.sh --build-only --jobs $(JOBS)
+	cd $(BUILD) && ctest -j $(TEST_JOBS) --output-on-failure --timeout 1200
 
 unit: build
 	$(BUILD)/unit_tests

@@ -15,6 +15,11 @@
 // outlasted L) fences at once and reports the loss, so that the agent registers again
 // with a fresh lease: its slots come back as new capacity, never as members of the
 // generation they were fenced out of.
+//
+// Every decision reads the clock given to the constructor (steady_clock by default), and
+// no thread waits longer than the watchdog's slice before reading it again: a test that
+// moves a clock of its own by hand sees each decision at the instant it asked for, however
+// late a loaded machine runs the threads (tests/unit/lease_keeper_test.cpp).
 #pragma once
 
 #include <atomic>
@@ -47,12 +52,16 @@ class LeaseKeeper {
     // The lease is gone (after fence): register again. Called on the renewal thread.
     std::function<void()> lost;
   };
-  LeaseKeeper(std::chrono::milliseconds lease_ttl, Hooks hooks);
+  using Now = std::function<std::chrono::steady_clock::time_point()>;
+  // `now`: the clock every decision reads; called on both threads, must be thread-safe.
+  LeaseKeeper(std::chrono::milliseconds lease_ttl, Hooks hooks,
+              Now now = [] { return std::chrono::steady_clock::now(); });
   ~LeaseKeeper();  // Stop()
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
-  // (Re)starts renewing, counting from `renewed_at` (when the lease was granted).
+  // (Re)starts renewing, counting from `renewed_at` (when the lease was granted, read
+  // from the keeper's clock): the first renewal is due L/4 after it.
   void Start(std::chrono::steady_clock::time_point renewed_at);
   void Stop();
   // True from a fence until the next Start or successful renewal.
@@ -62,13 +71,18 @@ class LeaseKeeper {
   void Renew();     // the renewal thread
   void Watchdog();  // the fencing thread
   void FenceOnce(const std::string& why);
+  // Waits on cv_ for `d`, at most one slice, so that the caller reads the clock again soon.
+  void WaitAtMost(std::unique_lock<std::mutex>& lock, std::chrono::steady_clock::duration d);
 
   const std::chrono::milliseconds ttl_;
+  const std::chrono::milliseconds slice_;  // the watchdog's period: ttl/20, 1..50 ms
   const Hooks hooks_;
+  const Now now_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool running_ = false, stop_ = false;                   // GUARDED_BY(mu_)
   std::chrono::steady_clock::time_point renewed_at_;      // GUARDED_BY(mu_)
+  std::chrono::steady_clock::time_point next_try_;        // GUARDED_BY(mu_): the next renewal is due
   uint64_t epoch_ = 0;  // GUARDED_BY(mu_): bumped by Start, so a renewal of the old lease is ignored
   std::atomic<bool> fenced_{false};
   std::thread renewer_, watchdog_;

@@ -32,7 +32,7 @@ submit_job() {
   local name=$1 out
   shift
   RUN=$WORK/runs/$name
-  out=$(host_exec "$HEAD_HOST" "$BIN" submit --head "$HEAD" model_name=tiny threads_per_worker=1 log_period=1 \
+  out=$(host_exec "$HEAD_HOST" "$BIN" submit --head "$HEAD" model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 log_period=1 \
     eval_interval=0 checkpoint_period=10 resource_wait_timeout=120 worker_heartbeat_timeout=30 collective_timeout=30 \
     max_failures=10 base_output_directory="$WORK/runs" run_name="$name" "$@" 2>&1) &&
     pass "submit: $out" || fail "submit: $out"

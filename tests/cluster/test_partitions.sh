@@ -17,7 +17,7 @@ net_setup store h1 h2 h3
 host_etcd store
 start_head store
 for h in h1 h2 h3; do start_agent $h; done
-common=(model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10
+common=(model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10
   record_consumed_samples=1 global_batch_size=12 per_device_batch_size=2)
 submit_job part "${common[@]}" num_workers=2:6 final_params_path="$WORK/final.bin"
 world() { field world; }
@@ -45,8 +45,16 @@ start_agent h1
 # 2. h2 cut off for 3 leases while its processes run, then healed.
 wait_until 120 at_step $((s0 + 15)) || fail "no step $((s0 + 15))"
 gen_before=$(field generation)
-cut_time=$(date +%s.%N)
 host_cut h2
+# From here on no packet crosses h2's link. metrics.jsonl now holds the lines of every
+# step up to cut_step; the step in flight (cut_step + 1, whose collectives may have ended
+# just before the cut) may still be logged after it, but no later step of gen_before can
+# be: it needs h2. (Steps, not wall time: a loaded machine may write the in-flight step's
+# records any time later.)
+metrics_at_cut=$(wc -l <"$RUN/metrics.jsonl")
+events_at_cut=$(wc -l <"$RUN/events.jsonl")
+cut_step=$(head -n "$metrics_at_cut" "$RUN/metrics.jsonl" | awk 'match($0, /"step":[0-9]+/) {
+  s = substr($0, RSTART + 7, RLENGTH - 7) + 0; if (s > m) m = s } END { print m + 0 }')
 wait_until 60 at_step $(($(run_step) + 3)) && pass "h2 cut off at generation $gen_before: training went on (step $(run_step))" ||
   fail "no progress with h2 cut off (step $(run_step))"
 sleep $((3 * LEASE))
@@ -64,17 +72,21 @@ wait_until 120 h2_has_rank && pass "h2's slots rejoined by scale-up: ranks on $(
 wait_until 300 job_succeeded &&
   pass "job SUCCEEDED (failures $(field failures))" || fail "job did not finish: $(field state) $(field reason)"
 
-# Nothing of h2's generation after the cut: no metrics or events line of generation
-# gen_before written after the cut (a 0.5 s margin for a line confirmed just before it).
-late=$(awk -v g="$gen_before" -v t="$cut_time" 'index($0, "\"generation\":" g ",") || index($0, "\"generation\":" g "}") {
-  if (match($0, /"wall_time":[0-9.]+/)) { w = substr($0, RSTART + 12, RLENGTH - 12) + 0; if (w > t + 0.5) print }
-}' "$RUN/metrics.jsonl" | head -3 || true)
-[ -z "$late" ] && pass "no metrics line of generation $gen_before after the cut" || fail "lines after the cut: $late"
+# Nothing of h2's generation after the cut: no metrics or worker events line of
+# gen_before written after the cut (after the lines the files had then) for a step past
+# the one in flight, nor a worker event of it without a step.
+# after_cut FILE FROM: the lines of gen_before from line FROM on that are past cut_step + 1.
+after_cut() {
+  tail -n +"$2" "$1" | grep -v '"source":"controller"' | awk -v g="$gen_before" -v s="$cut_step" '
+    index($0, "\"generation\":" g ",") || index($0, "\"generation\":" g "}") {
+      if (!match($0, /"step":[0-9]+/) || substr($0, RSTART + 7, RLENGTH - 7) + 0 > s + 1) print }' | head -3 || true
+}
+late=$(after_cut "$RUN/metrics.jsonl" $((metrics_at_cut + 1)))
+[ -z "$late" ] && pass "no metrics line of generation $gen_before past step $((cut_step + 1)) after the cut" || fail "lines after the cut: $late"
 # The workers' own events (the controller's, about the lost generation, are the job's).
-late=$(grep -v '"source":"controller"' "$RUN/events.jsonl" | awk -v g="$gen_before" -v t="$cut_time" '
-  index($0, "\"generation\":" g ",") || index($0, "\"generation\":" g "}") {
-    if (match($0, /"time":[0-9.]+/)) { w = substr($0, RSTART + 7, RLENGTH - 7) + 0; if (w > t + 0.5) print } }' | head -3 || true)
-[ -z "$late" ] && pass "no worker event of generation $gen_before after the cut (checkpoint commits included)" || fail "worker events after the cut: $late"
+late=$(after_cut "$RUN/events.jsonl" $((events_at_cut + 1)))
+[ -z "$late" ] && pass "no worker event of generation $gen_before past step $((cut_step + 1)) after the cut (checkpoint commits included)" ||
+  fail "worker events after the cut: $late"
 grep -o '"event":"[a-z_]*"' "$RUN/events.jsonl" | sort | uniq -c | xargs echo "    events:" || true
 
 # Every step once, every sample once, parameters as without failures.

@@ -31,7 +31,7 @@ bad_job() {  # VAR=VALUE PATTERN
 bad_job ELASTRAIN_SLOTS_PER_NODE=2x "ELASTRAIN_SLOTS_PER_NODE=2x: expected a count"
 bad_job 'ELASTRAIN_STORE_PORT=80;rm' "ELASTRAIN_STORE_PORT=80;rm: expected a port"
 JOB=$(slurm_sbatch --chdir="$WORK" --output="$WORK/job.out" "$SRC/deploy/slurm/elastrain.sbatch" \
-  model_name=tiny threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10 \
+  model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 steps=$STEPS log_period=1 eval_interval=0 checkpoint_period=10 \
   resource_wait_timeout=120 worker_heartbeat_timeout=30 collective_timeout=30 max_failures=10 preemption_notice_seconds=10)
 [[ $JOB =~ ^[0-9]+$ ]] && pass "sbatch: job $JOB" || { fail "sbatch: $JOB"; finish; exit 1; }
 RUN=$WORK/job/runs/elastrain-$JOB
@@ -115,7 +115,7 @@ wait_until 60 node_idle || fail "n2 did not come back: $(sinfo -h -n n2 -o %t)"
 # job goes on without it.
 MORE=$((STEPS + 150))
 JOB2=$(ELASTRAIN_RUN_NAME=elastrain-$JOB slurm_sbatch --chdir="$WORK" --output="$WORK/job2.out" \
-  "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny threads_per_worker=1 steps=$MORE log_period=1 \
+  "$SRC/deploy/slurm/elastrain.sbatch" model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 steps=$MORE log_period=1 \
   eval_interval=0 checkpoint_period=10 resource_wait_timeout=120 collective_timeout=30)
 CUR_JOB=$JOB2
 wait_until 120 at_step $((STEPS + 5)) && wait_until 60 world_is 2 && pass "a second job ($JOB2) on the same run: step $(last_step "$RUN"), world 2" ||

@@ -178,7 +178,7 @@ bash "$SRC/scripts/make_certs.sh" "$WORK/certs" >/dev/null
 start_head tls --token-file "$WORK/tls/head_token" --tls-cert "$WORK/certs/server.crt" --tls-key "$WORK/certs/server.key"
 TLS=$(cat "$WORK/tls/head_url")
 case "$TLS" in https://127.0.0.1:*) pass "the TLS head records $TLS" ;; *) fail "TLS head URL '$TLS'" ;; esac
-out=$("$BIN" submit --head "$TLS" --token-file "$WORK/tls/head_token" --ca-cert "$WORK/certs/ca.crt" model_name=tiny steps=5 \
+out=$("$BIN" submit --head "$TLS" --token-file "$WORK/tls/head_token" --ca-cert "$WORK/certs/ca.crt" model_name=tiny steps=5 hardware_peak_tflops=1 \
   num_workers=1 base_output_directory="$WORK/runs" run_name=tls 2>&1) && pass "submit over HTTPS with --ca-cert: $out" || fail "submit: $out"
 out=$("$BIN" status --head "$TLS" --token-file "$WORK/tls/head_token" --ca-cert "$WORK/certs/ca.crt" 2>&1) \
   && grep -q 'job tls-' <<<"$out" && pass "status over HTTPS with --ca-cert: $(head -1 <<<"$out")" || fail "status over HTTPS: $out"
@@ -195,7 +195,7 @@ expect_code "curl over HTTPS without a token" 401 --cacert "$WORK/certs/ca.crt" 
 
 # An embedded run over HTTPS (dashboard_tls_cert/key): --run-dir finds https:// in head_url.
 run="$WORK/runs/tlsrun"
-"$BIN" train model_name=tiny num_workers=2 threads_per_worker=1 steps=100000 log_period=1 checkpoint_period=1000 \
+"$BIN" train model_name=tiny hardware_peak_tflops=1 num_workers=2 threads_per_worker=1 steps=100000 log_period=1 checkpoint_period=1000 \
   base_output_directory="$WORK/runs" run_name=tlsrun dashboard_port=0 \
   dashboard_tls_cert="$WORK/certs/server.crt" dashboard_tls_key="$WORK/certs/server.key" >"$WORK/tlsrun.out" 2>&1 &
 TLSRUN=$!

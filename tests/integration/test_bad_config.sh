@@ -1,6 +1,6 @@
 # Bad configurations exit non-zero with one clear line naming the key and the value.
 source "$(dirname "$0")/lib.sh"
-common=(base_output_directory="$WORK/runs" steps=2)
+common=(base_output_directory="$WORK/runs" steps=2 hardware_peak_tflops=1)
 expect_error "unknown key" "unknown key 'per_device_batchsize'.*did you mean 'per_device_batch_size'" -- \
   train model_name=tiny per_device_batchsize=4 "${common[@]}"
 expect_error "negative steps" "steps=-3: expected a positive integer" -- train model_name=tiny steps=-3

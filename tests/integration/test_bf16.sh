@@ -7,7 +7,7 @@
 # comparison is in docs/performance.md.
 source "$(dirname "$0")/lib.sh"
 CORPUS=/usr/share/games/fortunes
-common=(model_name=tiny vocab_size=256 dataset_type=text dataset_path=$CORPUS steps=300 learning_rate=3e-3
+common=(model_name=tiny hardware_peak_tflops=1 vocab_size=256 dataset_type=text dataset_path=$CORPUS steps=300 learning_rate=3e-3
         max_target_length=32 per_device_batch_size=8 eval_interval=300 eval_steps=8 log_period=50
         enable_checkpointing=false threads_per_worker=1 dashboard_port=0 base_output_directory="$WORK/runs")
 for d in float32 bfloat16; do

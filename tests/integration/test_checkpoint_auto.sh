@@ -8,7 +8,7 @@
 # a 60 s prior, generation 1's first save was the final one, and the kill came too late). Also: the single-process path, and a
 # bad value is one error line.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny log_period=1 eval_interval=0 checkpoint_period=auto
+common=(model_name=tiny hardware_peak_tflops=1 log_period=1 eval_interval=0 checkpoint_period=auto
         checkpoint_mtti_prior_seconds=10 checkpoint_period_min=2 checkpoint_period_max=100000
         base_output_directory="$WORK/runs" dashboard_port=0)
 

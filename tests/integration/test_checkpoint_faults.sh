@@ -1,7 +1,7 @@
 # Checkpoint failures: SIGKILL at several points of a save, an injected write error, a
 # real full filesystem, a flipped byte. The previous checkpoint always survives.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny steps=30 log_period=5 eval_interval=0 checkpoint_period=10 base_output_directory="$WORK/runs")
+common=(model_name=tiny hardware_peak_tflops=1 steps=30 log_period=5 eval_interval=0 checkpoint_period=10 base_output_directory="$WORK/runs")
 
 # 1. SIGKILL inside the save of step 20, at each point of the protocol.
 for point in crash_after_shard crash_before_manifest crash_before_commit crash_before_latest; do

@@ -1,6 +1,6 @@
 # Exact resume (same mesh) and restore onto other meshes.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny steps=40 log_period=1 eval_interval=0 checkpoint_period=20 global_batch_size=12
+common=(model_name=tiny hardware_peak_tflops=1 steps=40 log_period=1 eval_interval=0 checkpoint_period=20 global_batch_size=12
         per_device_batch_size=2 base_output_directory="$WORK/runs")
 # 1. 40 steps straight vs 20 + failure + restart: identical losses 21-40, bit-identical params.
 "$BIN" train "${common[@]}" run_name=straight final_params_path="$WORK/straight.bin" >/dev/null 2>&1 || fail "straight run"

@@ -1,6 +1,6 @@
 # Same config and seeds give bit-identical losses; another init_weights_seed differs.
 source "$(dirname "$0")/lib.sh"
-run() { "$BIN" train model_name=tiny steps=12 log_period=1 eval_interval=6 base_output_directory="$WORK/runs" "$@" >/dev/null 2>&1; }
+run() { "$BIN" train model_name=tiny hardware_peak_tflops=1 steps=12 log_period=1 eval_interval=6 base_output_directory="$WORK/runs" "$@" >/dev/null 2>&1; }
 for fam in tiny tiny-gpt2; do
   run model_name=$fam run_name=a_$fam
   run model_name=$fam run_name=b_$fam

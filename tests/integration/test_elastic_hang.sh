@@ -3,7 +3,7 @@
 source "$(dirname "$0")/lib.sh"
 run=runs/hang
 timeout=3
-"$BIN" train model_name=tiny num_workers=2:3 threads_per_worker=1 steps=80 log_period=1 eval_interval=0 \
+"$BIN" train model_name=tiny hardware_peak_tflops=1 num_workers=2:3 threads_per_worker=1 steps=80 log_period=1 eval_interval=0 \
   checkpoint_period=20 worker_heartbeat_timeout=$timeout base_output_directory="$WORK/runs" run_name=hang \
   dashboard_port=0 >"$WORK/out" 2>"$WORK/err" &
 job=$!
@@ -29,7 +29,7 @@ awk -v s="$stopped" -v h="$hung" -v t=$timeout 'BEGIN { d = h - s; printf "detec
 
 # The config's rehearsal: fail_at_step kills rank 1 once, after step 10.
 run=runs/inject
-"$BIN" train model_name=tiny num_workers=2:3 threads_per_worker=1 steps=40 log_period=1 eval_interval=0 \
+"$BIN" train model_name=tiny hardware_peak_tflops=1 num_workers=2:3 threads_per_worker=1 steps=40 log_period=1 eval_interval=0 \
   checkpoint_period=20 fail_at_step=10 fail_rank=1 fail_mode=kill base_output_directory="$WORK/runs" run_name=inject \
   dashboard_port=0 >"$WORK/out2" 2>"$WORK/err2" && pass "fail_at_step=10 fail_mode=kill: the job completed" \
   || fail "the injected run failed: $(tail -3 "$WORK/err2")"

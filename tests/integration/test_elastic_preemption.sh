@@ -3,7 +3,7 @@
 # failure, and no step is lost or redone. Then SIGTERM to the whole `elastrain train`
 # (the machine's notice): it saves, exits 3, and the same command resumes where it left.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny threads_per_worker=1 log_period=1 eval_interval=0 checkpoint_period=50
+common=(model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 log_period=1 eval_interval=0 checkpoint_period=50
         base_output_directory="$WORK/runs" dashboard_port=0)
 run=runs/preempt
 "$BIN" train "${common[@]}" num_workers=2:3 steps=100 record_consumed_samples=1 run_name=preempt \

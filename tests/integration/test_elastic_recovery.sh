@@ -5,7 +5,7 @@
 # global_batch_size within 1e-4 relative.
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/corpus.txt"
-common=(model_name=tiny vocab_size=256 max_target_length=32 dataset_type=text dataset_path="$WORK/corpus.txt"
+common=(model_name=tiny hardware_peak_tflops=1 vocab_size=256 max_target_length=32 dataset_type=text dataset_path="$WORK/corpus.txt"
         steps=120 global_batch_size=16 per_device_batch_size=4 learning_rate=3e-3 eval_interval=0 log_period=1
         checkpoint_period=20 base_output_directory="$WORK/runs" dashboard_port=0)
 "$BIN" train "${common[@]}" run_name=ref final_params_path="$WORK/ref.bin" >"$WORK/ref.out" 2>&1 \

@@ -6,7 +6,7 @@
 # disk (no file changed, added or removed) except where stated. lib.sh's EXIT trap
 # removes the work directory on every exit path.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny steps=30 log_period=5 eval_interval=0 checkpoint_period=10 base_output_directory="$WORK/runs")
+common=(model_name=tiny hardware_peak_tflops=1 steps=30 log_period=5 eval_interval=0 checkpoint_period=10 base_output_directory="$WORK/runs")
 HUGE=2305843009213693952   # 2^61
 
 # snapshot DIR: every path with its type, and every file's sha256, sorted.

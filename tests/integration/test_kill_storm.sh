@@ -16,7 +16,7 @@
 #     stop: one line per step up to the stop step, no sample read twice, and no step
 #     redone by a generation restored from memory.
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny threads_per_worker=1 log_period=1 eval_interval=0 record_consumed_samples=1
+common=(model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 log_period=1 eval_interval=0 record_consumed_samples=1
         base_output_directory="$WORK/runs" dashboard_port=0)
 
 # train_steps RUN: the step of each training line of metrics.jsonl, in file order.

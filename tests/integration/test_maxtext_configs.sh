@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 MT="$SRC/tests/fixtures/maxtext"
 # What MaxText's base.yml leaves to the command line: data elastrain has, a short run.
-small=(dataset_type=synthetic steps=3 log_period=1 eval_interval=0 max_target_length=32 per_device_batch_size=2
+small=(dataset_type=synthetic hardware_peak_tflops=1 steps=3 log_period=1 eval_interval=0 max_target_length=32 per_device_batch_size=2
        enable_checkpointing=false threads_per_worker=1 base_output_directory="$WORK/runs")
 
 # trained NAME OUT: NAME logged one loss for each of its 3 steps, and OUT (its output)

@@ -1,7 +1,7 @@
 # The samples all ranks consume at each step are exactly the single-process global
 # batch, for dp = 1, 2, 3, 4 (global_batch_size 10: uneven shares for dp = 3, 4).
 source "$(dirname "$0")/lib.sh"
-common=(model_name=tiny steps=6 global_batch_size=10 per_device_batch_size=2 eval_interval=0
+common=(model_name=tiny hardware_peak_tflops=1 steps=6 global_batch_size=10 per_device_batch_size=2 eval_interval=0
         record_consumed_samples=1 base_output_directory="$WORK/runs")
 # One line per step: "step: sorted indices", from every rank's record.
 batches() {

@@ -20,7 +20,7 @@ source "$(dirname "$0")/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
 STEPS=6
 FAIL=4
-common=(model_name=small steps=$STEPS global_batch_size=4 per_device_batch_size=1 max_target_length=32
+common=(model_name=small hardware_peak_tflops=1 steps=$STEPS global_batch_size=4 per_device_batch_size=1 max_target_length=32
         eval_interval=0 eval_steps=1 log_period=1 checkpoint_period=3 threads_per_worker=1 dashboard_port=0
         base_output_directory="$WORK/runs")
 

@@ -7,7 +7,7 @@ VICTIM="$WORK/victim"          # stands for ~/.bashrc
 printf 'keep me\n' >"$VICTIM"
 victim_sum=$(sha256sum "$VICTIM")
 victim_ok() { [ "$(sha256sum "$VICTIM")" = "$victim_sum" ]; }
-tiny=(model_name=tiny steps=2 base_output_directory="$RUNS" log_level=warn dashboard_port=0)
+tiny=(model_name=tiny hardware_peak_tflops=1 steps=2 base_output_directory="$RUNS" log_level=warn dashboard_port=0)
 
 # run NAME: a fresh run directory of our own (0700), for a link to be planted in.
 fresh_run() { rm -rf "${RUNS:?}/$1"; mkdir -p "$RUNS/$1"; chmod 700 "$RUNS" "$RUNS/$1"; }

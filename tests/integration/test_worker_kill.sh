@@ -2,7 +2,7 @@
 # the job at once with one line naming the rank, the host, the signal and the failure budget.
 source "$(dirname "$0")/lib.sh"
 run=runs/kill
-"$BIN" train model_name=tiny num_workers=3 max_failures=0 threads_per_worker=1 steps=100000 log_period=1 \
+"$BIN" train model_name=tiny hardware_peak_tflops=1 num_workers=3 max_failures=0 threads_per_worker=1 steps=100000 log_period=1 \
   eval_interval=0 collective_timeout=60 base_output_directory="$WORK/runs" run_name=kill dashboard_port=0 \
   >"$WORK/out" 2>"$WORK/err" &
 job=$!
