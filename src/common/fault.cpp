@@ -191,15 +191,13 @@ Result<std::vector<Fault>> ParseFaults(std::string_view text) {
 }
 
 std::string FormatFault(const Fault& f) {
-  std::string out = Info(f.point).name, sep = "@";
-  auto add = [&](const std::string& cond) {
-    out += sep + cond;
-    sep = ":";
-  };
-  if (f.generation) add(fmt::format("gen={}", *f.generation));
-  if (f.rank) add(fmt::format("rank={}", *f.rank));
-  if (f.step) add(fmt::format("step={}", *f.step));
-  if (f.path) add("path=" + *f.path);
+  std::vector<std::string> conds;
+  if (f.generation) conds.push_back(fmt::format("gen={}", *f.generation));
+  if (f.rank) conds.push_back(fmt::format("rank={}", *f.rank));
+  if (f.step) conds.push_back(fmt::format("step={}", *f.step));
+  if (f.path) conds.push_back("path=" + *f.path);
+  std::string out = Info(f.point).name;
+  for (size_t i = 0; i < conds.size(); ++i) out += (i == 0 ? "@" : ":") + conds[i];
   return out;
 }
 
