@@ -8,8 +8,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "ckpt/fault.h"
 #include "ckpt/safetensors.h"
+#include "common/fault.h"
 #include "common/files.h"
 #include "common/log.h"
 
@@ -91,12 +91,12 @@ Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, co
     info.pieces.push_back({pieces[i], info.file, entries[i].key, w->DataOffset(i), sum});
   }
   ELASTRAIN_ASSIGN_OR_RETURN(info.bytes, w->Finish());
-  MaybeCrash(FaultPoint::kCrashAfterShard, path);
+  fault::CrashIfFires(fault::Point::kCrashAfterShard, {.path = path});
   return info;
 }
 
 Status Commit(const std::string& dir) {
-  MaybeCrash(FaultPoint::kCrashBeforeCommit, dir);
+  fault::CrashIfFires(fault::Point::kCrashBeforeCommit, {.path = dir});
   ELASTRAIN_ASSIGN_OR_RETURN(Manifest m, ReadManifest(dir));
   for (const FileRecord& f : m.files) {
     const std::string path = dir + "/" + f.name;
@@ -112,7 +112,7 @@ Status Commit(const std::string& dir) {
 
 Status SetLatest(const std::string& run_dir, int64_t step) {
   // The step directory, so that a test can target the save of one step.
-  MaybeCrash(FaultPoint::kCrashBeforeLatest, CheckpointDir(run_dir, step));
+  fault::CrashIfFires(fault::Point::kCrashBeforeLatest, {.path = CheckpointDir(run_dir, step)});
   const std::string dir = CheckpointDir(run_dir, step);
   if (!IsCommitted(dir))
     return Status::FailedPrecondition(fmt::format("{}: not committed; LATEST may only name a committed checkpoint", dir));

@@ -10,8 +10,8 @@
 // Every function here is thread-safe (no shared state), so saves may run in a
 // background thread. Nothing here exits the process, except the crash fault points.
 //
-// Fault injection (tests): ELASTRAIN_CKPT_FAULT=<point>[@<substring>], the point firing
-// only when the file or directory path involved contains <substring> (if given):
+// Fault points (common/fault.h, docs/faults.md), armed by ELASTRAIN_FAULT=<point>[@path=<substring>],
+// the point firing only when the file or directory path involved contains <substring>:
 //   crash_after_shard      SIGKILL right after a shard file is renamed into place
 //   crash_before_manifest  SIGKILL on entering WriteManifest
 //   crash_before_commit    SIGKILL on entering Commit

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ckpt/checkpoint.h"
-#include "ckpt/fault.h"
+#include "common/fault.h"
 #include "common/files.h"
 #include "common/json.h"
 
@@ -238,7 +238,7 @@ Result<Manifest> ManifestFromJson(const std::string& text, const std::string& or
 }
 
 Status WriteManifest(const std::string& dir, const Manifest& m) {
-  MaybeCrash(FaultPoint::kCrashBeforeManifest, dir);
+  fault::CrashIfFires(fault::Point::kCrashBeforeManifest, {.path = dir});
   ELASTRAIN_RETURN_IF_ERROR(MakeDirs(dir));
   return WriteFileAtomic(dir + "/" + kManifestFile, ManifestToJson(m));
 }

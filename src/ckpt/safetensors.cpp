@@ -14,8 +14,8 @@
 #include <set>
 #include <xxhash.h>
 
-#include "ckpt/fault.h"
 #include "common/checked_math.h"
+#include "common/fault.h"
 #include "common/files.h"
 #include "common/safe_path.h"
 
@@ -271,10 +271,10 @@ Result<uint64_t> SafetensorsWriter::Append(const float* data, int64_t n) {
   if (next_ >= sizes_.size() || n < 0 || n > sizes_[next_] / 4 || n * 4 != sizes_[next_])
     return Fail(Status::InvalidArgument(fmt::format("{}: entry {} given {} floats, header says {}", path_, next_, n,
                                                     next_ < sizes_.size() ? sizes_[next_] / 4 : 0)));
-  if (FaultArmed(FaultPoint::kFailWrite, path_)) {
+  if (fault::Fires(fault::Point::kFailWrite, {.path = path_})) {
     WriteBlock().ok();  // part of the file on disk, as a full disk leaves it; removed below
-    return Fail(Status::IOError(fmt::format("{}: write failed (No space left on device; injected by {}=fail_write)",
-                                            tmp_, kFaultEnv)));
+    return Fail(Status::IOError(fmt::format("{}: write failed (No space left on device; injected by fault fail_write)",
+                                            tmp_)));
   }
   XXH3_64bits_reset_withSeed(hash_, 0);  // Hash64's seed
   Status ws = Put(reinterpret_cast<const char*>(data), n * 4, hash_);

@@ -324,7 +324,7 @@ int RunStopCommand(const std::vector<std::string>& args) {
 }
 
 int RunChaosCommand(const std::vector<std::string>& args) {
-  CLI::App app{"elastrain chaos: rehearse a failure of a running job"};
+  CLI::App app{"elastrain chaos: rehearse a failure of a running job (every way to inject one: docs/faults.md)"};
   ApiFlags api;
   std::string action, host;
   int rank = -1;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "common/fault.h"
 #include "common/signals.h"
 #include "wire/exit_codes.h"
 
@@ -38,7 +39,7 @@ void PrintUsage() {
       "  stop [--head URL | --run-dir DIR]\n"
       "                                       save and stop the job\n"
       "  chaos kill [--hang] --rank R | kill --host H [--head URL | --run-dir DIR]\n"
-      "                                       rehearse a failure\n"
+      "                                       rehearse a failure (all fault injection: docs/faults.md)\n"
       "  report RUN_DIR [--html PATH] [--json]\n"
       "                                       goodput breakdown and an HTML report of a run\n"
       "the job commands take the API token from --token-file PATH or $ELASTRAIN_TOKEN\n"
@@ -67,6 +68,11 @@ int main(int argc, char** argv) {
   // Everything elastrain creates (run directories, checkpoints, token caches, logs,
   // tokens) is private to the user: files 0600, directories 0700 (docs/security.md).
   ::umask(077);
+  // A misspelt ELASTRAIN_FAULT is a usage error, not a fault that silently never fires.
+  if (const elastrain::Status st = elastrain::fault::CheckEnvironment(); !st.ok()) {
+    std::fprintf(stderr, "elastrain: %s\n", st.message().c_str());
+    return elastrain::kExitBadConfig;
+  }
   // CLI11 picks the subcommand; everything after its name goes to it untouched
   // (prefix_command), including -h and --help, which each command answers itself.
   CLI::App app{"elastrain"};

@@ -1,7 +1,5 @@
 #include "train/ram_tier_copies.h"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -9,6 +7,7 @@
 
 #include "plan/mesh.h"
 #include "common/clock.h"
+#include "common/fault.h"
 #include "common/log.h"
 
 namespace elastrain {
@@ -153,7 +152,8 @@ void RamTierCopies::Exchange(const Job& job) {
   const size_t n = static_cast<size_t>(setup_.shard_size), bytes = n * sizeof(float);
   Header mine{job.step, SnapshotChecksum3(job.p, job.m, job.v, n)};
   std::vector<ProcessGroup::Transfer> sends, recvs;
-  const bool kill = job.step == setup_.kill_mid_step;
+  const bool kill = fault::Fires(fault::Point::kKillMidSnapshot,
+                                 {.generation = setup_.generation, .rank = setup_.rank, .step = job.step});
   for (int b : setup_.send_to) {
     sends.push_back({b, const_cast<float*>(job.p), bytes});
     if (kill) continue;  // only the parameters go out: the buddy's copy is torn
@@ -174,7 +174,7 @@ void RamTierCopies::Exchange(const Job& job) {
   if (kill) {
     LOG_WARN("fail_mode=kill_mid_snapshot: killing this rank halfway through its copy of step {} ({})", job.step,
              st.ok() ? "parameters sent" : st.message());
-    ::raise(SIGKILL);
+    fault::Crash();
   }
   // A copy counts only when its header arrived with this step and its bytes hash to the
   // sender's checksum; after a failed exchange some copies may still be whole.

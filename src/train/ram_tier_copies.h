@@ -61,7 +61,7 @@ class RamTierCopies {
     int64_t shard_size = 0;              // floats of each of the three shard buffers
     std::vector<int> send_to;            // this rank's buddies (ranks of the group)
     std::vector<std::pair<int, int>> receive_from;  // (rank, its shard id) of ranks this one is a buddy of
-    int64_t kill_mid_step = -1;          // fail_mode=kill_mid_snapshot: SIGKILL halfway through this step's copy
+    int rank = -1;                       // this rank (the context of fault kill_mid_snapshot)
   };
   // Forgets every copy of an earlier generation and starts this one's thread on `group`
   // (its own group: the thread uses it while the trainer uses the others).

@@ -156,8 +156,7 @@ void Trainer::StartRamTier() {
         const MeshCoords c = mesh_->Coords(q);
         setup.receive_from.push_back({q, ShardId(c.fsdp, c.tensor, mesh_->tensor())});
       }
-  if (cfg_.fail_mode == FailMode::kKillMidSnapshot && ctx_.inject_failure && ctx_.rank == cfg_.fail_rank)
-    setup.kill_mid_step = cfg_.fail_at_step;
+  setup.rank = ctx_.rank;
   ram.Start(setup, std::move(ram_group_));
   // The restored state is the first copy: a failure before the first update finds it.
   SnapshotToPeers(start_step_);

@@ -2,39 +2,17 @@
 // over its micro-batches, the gradient reduction, the collective on which all ranks
 // agree on the step's loss and whether to stop, and the update; and the evaluation over
 // the fixed eval batches.
-#include <signal.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
 #include <string>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {
-
-namespace {
-// Tests only: ELASTRAIN_STEP_FAULT=GEN:RANK:STEP[,GEN:RANK:STEP...] SIGKILLs rank RANK of
-// generation GEN right after it applies the update of step STEP (1-based, as
-// metrics.jsonl counts): the death between a step's update and its metrics line that a
-// kill storm hits only by chance. The generation keeps a redone step from dying again.
-void MaybeDieAfterUpdate(int64_t generation, int rank, int64_t step) {
-  // Read once per process: the step loop must not scan the environment every step.
-  static const std::string faults = [] {
-    const char* env = std::getenv("ELASTRAIN_STEP_FAULT");
-    return env == nullptr ? std::string() : "," + std::string(env) + ",";
-  }();
-  if (faults.empty()) return;
-  const std::string me = std::to_string(generation) + ":" + std::to_string(rank) + ":" + std::to_string(step);
-  if (faults.find("," + me + ",") == std::string::npos) return;
-  LOG_WARN("ELASTRAIN_STEP_FAULT={}: killing rank {} of generation {} after the update of step {}",
-           faults.substr(1, faults.size() - 2), rank, generation, step);
-  spdlog::default_logger()->flush();
-  ::raise(SIGKILL);
-}
-}  // namespace
 
 Result<double> Trainer::TrainStep(int64_t step, int* stop) {
   state_->ZeroGrads();
@@ -99,7 +77,10 @@ void Trainer::ApplyUpdate(int64_t step) {
   // leaves a consistent state at step + 1.
   completed_step_ = step + 1;
   state_step_ = completed_step_;
-  MaybeDieAfterUpdate(ctx_.generation, ctx_.rank, completed_step_);
+  // Fault kill_after_update: the death between a step's update and its metrics line that
+  // a kill storm hits only by chance (docs/faults.md).
+  fault::CrashIfFires(fault::Point::kKillAfterUpdate,
+                      {.generation = ctx_.generation, .rank = ctx_.rank, .step = completed_step_});
 }
 
 Result<double> Trainer::AgreeOnStep(int64_t step, double loss_sum, int* stop) {

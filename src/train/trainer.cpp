@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/sharding.h"
+#include "common/fault.h"
 #include "common/files.h"
 #include "common/safe_path.h"
 #include "common/log.h"
@@ -29,6 +30,7 @@
 #include "kernels/gemm.h"
 #include "model/flops.h"
 #include "train/mfu_peak.h"
+#include "train/rehearsal.h"
 #include "kernels/gemm_matmul.h"
 #include "train/trainer_impl.h"
 #include "wire/events.h"
@@ -40,6 +42,7 @@ Status Trainer::Setup() {
   start_ = Clock::now();
   job_started_at_ = ctx_.job_started_at > 0 ? ctx_.job_started_at : WallSeconds();
   Phase(TrainPhase::kSetup);
+  ArmRehearsal(cfg_, ctx_.inject_failure);
   SetGemmBackend(cfg_.gemm_backend);
   SetGemmDtype(cfg_.dtype);
   if (cfg_.dtype == ComputeDtype::kBfloat16 && !CpuHasBf16())
@@ -465,36 +468,28 @@ Status Trainer::EvaluateAndRecord(int64_t step, TrainSummary* s) {
   return Status::OK();
 }
 
-// fail_at_step: rehearse a failure of rank fail_rank right after that step.
+// The fault points after a step (docs/faults.md; fail_at_step and fail_mode arm them).
 Status Trainer::MaybeInjectFailure(int64_t done, GenerationResult* out) {
-  if (cfg_.fail_at_step != done || ctx_.rank != cfg_.fail_rank || !ctx_.inject_failure) return Status::OK();
-  LOG_WARN("fail_at_step={}: injecting a failure ({}) on rank {}", done, FailModeName(cfg_.fail_mode), ctx_.rank);
-  switch (cfg_.fail_mode) {
-    case FailMode::kKill:
-      // Between steps: after the step's RAM-tier copy went out (kill_mid_snapshot tears it).
-      if (ctx_.carried) ctx_.carried->ram.Wait();
-      ::raise(SIGKILL);
-      return Status::OK();
-    case FailMode::kHang:
-      ::raise(SIGSTOP);  // resumes only if someone sends SIGCONT
-      return Status::OK();
-    case FailMode::kPreempt:
-      // To the process, not this thread: the signal thread (common/signals.h) takes it and
-      // turns it into a preemption notice, seen by the next step's stop check.
-      ::kill(::getpid(), SIGTERM);
-      return Status::OK();
-    case FailMode::kKillMidSnapshot:
-      // The RAM tier's thread kills this process halfway through sending this step's copy
-      // (train/ram_tier_copies.cpp); without a RAM tier this is a plain kill.
-      if (ctx_.carried && ctx_.carried->ram.generation() == ctx_.generation) {
-        ctx_.carried->ram.Wait();
-        return Status::OK();
-      }
-      ::raise(SIGKILL);
-      return Status::OK();
-    case FailMode::kExit:
-      out->injected_exit = true;
-      return Status::Internal(fmt::format("fail_at_step={}: injected failure after step {}", done, done));
+  using fault::Point;
+  const fault::Context here{.generation = ctx_.generation, .rank = ctx_.rank, .step = done};
+  const bool ram_tier = ctx_.carried && ctx_.carried->ram.generation() == ctx_.generation;
+  if (fault::Fires(Point::kKillAfterStep, here)) {
+    if (ctx_.carried) ctx_.carried->ram.Wait();  // after the step's RAM-tier copy went out
+    fault::Crash();
+  }
+  // The RAM tier's thread kills this process halfway through sending this step's copy
+  // (train/ram_tier_copies.cpp); without a RAM tier this is a plain kill.
+  if (fault::Fires(Point::kKillMidSnapshot, here)) {
+    if (!ram_tier) fault::Crash();
+    ctx_.carried->ram.Wait();
+  }
+  if (fault::Fires(Point::kHangAfterStep, here)) ::raise(SIGSTOP);  // resumes only on SIGCONT
+  // To the process, not this thread: the signal thread (common/signals.h) takes it and
+  // turns it into a preemption notice, seen by the next step's stop check.
+  if (fault::Fires(Point::kPreemptAfterStep, here)) ::kill(::getpid(), SIGTERM);
+  if (fault::Fires(Point::kExitAfterStep, here)) {
+    out->injected_exit = true;
+    return Status::Internal(fmt::format("injected failure after step {} (fault exit_after_step)", done));
   }
   return Status::OK();
 }

@@ -23,6 +23,8 @@ expect_error "mesh does not multiply" "ici_data_parallelism=2 x ici_fsdp_paralle
   train model_name=tiny num_workers=4 ici_data_parallelism=2 ici_fsdp_parallelism=2 ici_tensor_parallelism=2 "${common[@]}"
 expect_error "tensor degree does not divide heads" "ici_tensor_parallelism=3" -- \
   train model_name=tiny num_workers=3 ici_tensor_parallelism=3 "${common[@]}"
+ELASTRAIN_FAULT=kill_after_update@path=x expect_error "fault condition the point lacks" \
+  "ELASTRAIN_FAULT: 'kill_after_update@path=x': this point's context has no path" -- train model_name=tiny "${common[@]}"
 # Elastic settings and the cluster commands.
 expect_error "worker range upside down" "num_workers=4:2: expected a positive integer N, or MIN:MAX with 1 <= MIN <= MAX" -- \
   train model_name=tiny num_workers=4:2 "${common[@]}"

@@ -6,7 +6,7 @@ common=(model_name=tiny hardware_peak_tflops=1 steps=30 log_period=5 eval_interv
 # 1. SIGKILL inside the save of step 20, at each point of the protocol.
 for point in crash_after_shard crash_before_manifest crash_before_commit crash_before_latest; do
   rc=0
-  ELASTRAIN_CKPT_FAULT="$point@step_00000020" "$BIN" train "${common[@]}" run_name=$point >/dev/null 2>&1 || rc=$?
+  ELASTRAIN_FAULT="$point@path=step_00000020" "$BIN" train "${common[@]}" run_name=$point >/dev/null 2>&1 || rc=$?
   [ "$rc" -ne 0 ] && pass "$point: the run died (exit $rc)" || { fail "$point: the run survived"; continue; }
   latest=runs/$point/checkpoints/$(cat runs/$point/checkpoints/LATEST)
   "$BIN" checkpoint verify "$latest" >/dev/null 2>&1 && pass "$point: LATEST ($(basename "$latest")) verifies" \
@@ -19,7 +19,7 @@ for point in crash_after_shard crash_before_manifest crash_before_commit crash_b
 done
 
 # 2. An injected write error at step 20: reported, partial directory removed, step 10 intact, training goes on.
-ELASTRAIN_CKPT_FAULT="fail_write@step_00000020" "$BIN" train "${common[@]}" run_name=werr >"$WORK/werr.out" 2>&1 \
+ELASTRAIN_FAULT="fail_write@path=step_00000020" "$BIN" train "${common[@]}" run_name=werr >"$WORK/werr.out" 2>&1 \
   && pass "write error: training continued (checkpoint_failure_policy=continue)" || fail "write error run: $(tail -1 "$WORK/werr.out")"
 grep -q '"event":"checkpoint_failed"' runs/werr/events.jsonl && pass "write error is an event: $(grep -o '"error":"[^"]*' runs/werr/events.jsonl | head -1 | cut -c1-150)" \
   || fail "no checkpoint_failed event"
@@ -27,7 +27,7 @@ grep -q '"event":"checkpoint_failed"' runs/werr/events.jsonl && pass "write erro
 "$BIN" checkpoint verify runs/werr/checkpoints/step_00000010 >/dev/null 2>&1 && pass "step_00000010 intact" || fail "step 10 broken"
 [ "$(cat runs/werr/checkpoints/LATEST)" = step_00000030 ] && pass "the next save (step 30) succeeded" || fail "LATEST $(cat runs/werr/checkpoints/LATEST)"
 rc=0
-ELASTRAIN_CKPT_FAULT="fail_write@step_00000020" "$BIN" train "${common[@]}" run_name=werr_fail checkpoint_failure_policy=fail \
+ELASTRAIN_FAULT="fail_write@path=step_00000020" "$BIN" train "${common[@]}" run_name=werr_fail checkpoint_failure_policy=fail \
   >/dev/null 2>"$WORK/werr_fail.err" || rc=$?
 [ "$rc" -ne 0 ] && grep -q "step_00000020" "$WORK/werr_fail.err" && pass "policy fail: exit $rc: $(cut -c1-160 "$WORK/werr_fail.err")" \
   || fail "policy fail: rc=$rc $(cat "$WORK/werr_fail.err")"

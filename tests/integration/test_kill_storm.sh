@@ -1,7 +1,7 @@
 # Issue 16, "Records stay exact under faults": every completed step has exactly one
 # metrics.jsonl line whatever dies when, no sample is read twice, and nothing is redone
 # while a survivor holds the state.
-#  1. Deterministic deaths right after a step's update (ELASTRAIN_STEP_FAULT): rank 1 after
+#  1. Deterministic deaths right after a step's update (fault kill_after_update): rank 1 after
 #     step 6's (when the loss was summed after the update, the chief then never learnt
 #     the step's loss), the chief after step 12's (before it wrote the line). The
 #     survivors applied both updates, so both steps keep a line.
@@ -26,7 +26,8 @@ redone() { "$BIN" report "$1" --json --html "$WORK/report.html" | "$JQ" redone_s
 # --- 1. deaths between a step's update and its line ------------------------------------
 run=runs/fault
 rc=0
-ELASTRAIN_STEP_FAULT=0:1:6,1:0:12 timeout 120 "$BIN" train "${common[@]}" num_workers=3 steps=20 run_name=fault \
+deaths=kill_after_update@gen=0:rank=1:step=6,kill_after_update@gen=1:rank=0:step=12
+ELASTRAIN_FAULT=$deaths timeout 120 "$BIN" train "${common[@]}" num_workers=3 steps=20 run_name=fault \
   >"$WORK/fault.out" 2>"$WORK/fault.err" || rc=$?
 [ "$rc" -eq 0 ] && pass "the job with two injected deaths completed" || fail "exit $rc: $(tail -3 "$WORK/fault.err")"
 check_lines $run 20 "deaths after the updates of steps 6 and 12"
@@ -42,7 +43,7 @@ samples=$("$TOOLS/check_samples" $run 20) && pass "exactly once: $samples" || fa
 # (memory_snapshot_period=0: the disk path; restores from peers are test_ram_tier.sh's)
 run=runs/fsdp
 rc=0
-ELASTRAIN_STEP_FAULT=0:0:15 timeout 120 "$BIN" train "${common[@]}" num_workers=2 ici_fsdp_parallelism=2 steps=20 \
+ELASTRAIN_FAULT=kill_after_update@gen=0:rank=0:step=15 timeout 120 "$BIN" train "${common[@]}" num_workers=2 ici_fsdp_parallelism=2 steps=20 \
   checkpoint_period=10 memory_snapshot_period=0 run_name=fsdp >"$WORK/fsdp.out" 2>"$WORK/fsdp.err" || rc=$?
 [ "$rc" -eq 0 ] && pass "the FSDP job whose chief died completed" || fail "exit $rc: $(tail -3 "$WORK/fsdp.err")"
 check_lines $run 20 "FSDP, the chief killed after step 15's update"

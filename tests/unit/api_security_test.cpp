@@ -35,7 +35,8 @@ std::string Contents(const std::string& path) {
 }
 
 TEST(TokenFile, CreatedOnceWithMode0600AndKept) {
-  const std::string dir = FreshDir("token");
+  ScopedTempDir scratch("token");
+  const std::string dir = scratch.path();
   const mode_t old_umask = umask(0277);  // would leave 0400 without the fchmod
   auto t = EnsureRunToken(dir);
   umask(old_umask);
@@ -48,8 +49,9 @@ TEST(TokenFile, CreatedOnceWithMode0600AndKept) {
   auto again = EnsureRunToken(dir);
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again.value(), t.value());
-  EXPECT_NE(EnsureRunToken(FreshDir("token2")).value(), t.value());
-  auto none = ReadRunToken(FreshDir("token3"));
+  ScopedTempDir other("token2"), empty("token3");
+  EXPECT_NE(EnsureRunToken(other.path()).value(), t.value());
+  auto none = ReadRunToken(empty.path());
   EXPECT_EQ(none.status().code(), StatusCode::kNotFound);
   // No temporary file is left beside it.
   auto files = ListFilesRecursive(dir);
@@ -58,7 +60,8 @@ TEST(TokenFile, CreatedOnceWithMode0600AndKept) {
 }
 
 TEST(TokenFile, AModeOtherThan0600IsRefusedAndLeftAlone) {
-  const std::string dir = FreshDir("token_mode");
+  ScopedTempDir scratch("token_mode");
+  const std::string dir = scratch.path();
   const std::string path = dir + "/token";
   for (mode_t mode : {0644, 0640, 0604, 0660, 0400, 0700}) {
     WriteWithMode(path, kToken + "\n", mode);
@@ -78,7 +81,8 @@ TEST(TokenFile, AModeOtherThan0600IsRefusedAndLeftAlone) {
 }
 
 TEST(TokenFile, ASymlinkIsRefusedEvenToATrustedFile) {
-  const std::string dir = FreshDir("token_link");
+  ScopedTempDir scratch("token_link");
+  const std::string dir = scratch.path();
   const std::string target = dir + "/elsewhere";
   WriteWithMode(target, kToken + "\n", 0600);
   ASSERT_EQ(symlink(target.c_str(), (dir + "/token").c_str()), 0);
@@ -90,19 +94,22 @@ TEST(TokenFile, ASymlinkIsRefusedEvenToATrustedFile) {
   ASSERT_EQ(lstat((dir + "/token").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the link was replaced";
   // A dangling link is refused too, never created through.
-  const std::string dir2 = FreshDir("token_dangling");
+  ScopedTempDir scratch2("token_dangling");
+  const std::string dir2 = scratch2.path();
   ASSERT_EQ(symlink((dir2 + "/created_through_link").c_str(), (dir2 + "/token").c_str()), 0);
   EXPECT_FALSE(EnsureRunToken(dir2).ok());
   EXPECT_FALSE(FileExists(dir2 + "/created_through_link"));
 }
 
 TEST(TokenFile, NotARegularFileIsRefused) {
-  const std::string dir = FreshDir("token_fifo");
+  ScopedTempDir scratch("token_fifo");
+  const std::string dir = scratch.path();
   ASSERT_EQ(mkfifo((dir + "/token").c_str(), 0600), 0);
   auto t = EnsureRunToken(dir);  // must not block on the FIFO
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("FIFO"), std::string::npos) << t.status().message();
-  const std::string dir2 = FreshDir("token_dir");
+  ScopedTempDir scratch2("token_dir");
+  const std::string dir2 = scratch2.path();
   ASSERT_EQ(mkdir((dir2 + "/token").c_str(), 0700), 0);
   EXPECT_FALSE(EnsureRunToken(dir2).ok());
 }
@@ -111,7 +118,8 @@ TEST(TokenFile, AnotherOwnerIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to give the file to another user";
   const passwd* nobody = getpwnam("nobody");
   if (!nobody) GTEST_SKIP() << "no user nobody";
-  const std::string dir = FreshDir("token_owner");
+  ScopedTempDir scratch("token_owner");
+  const std::string dir = scratch.path();
   const std::string path = dir + "/token";
   WriteWithMode(path, kToken + "\n", 0600);
   ASSERT_EQ(chown(path.c_str(), nobody->pw_uid, nobody->pw_gid), 0);
@@ -125,7 +133,8 @@ TEST(TokenFile, AnotherOwnerIsRefused) {
 }
 
 TEST(TokenFile, WrongContentIsRefused) {
-  const std::string dir = FreshDir("token_content");
+  ScopedTempDir scratch("token_content");
+  const std::string dir = scratch.path();
   const std::string path = dir + "/token";
   for (const std::string& text : {std::string(""), std::string("\n"), kToken.substr(1) + "\n", kToken + "0\n",
                                   std::string(64, 'G') + "\n", kToken + "\n\n", "Bearer " + kToken}) {
@@ -142,7 +151,8 @@ TEST(TokenFile, WrongContentIsRefused) {
 }
 
 TEST(TokenFile, HeadTokenDirectoryIsCreated0700) {
-  const std::string base = FreshDir("head_token");
+  ScopedTempDir base_dir("head_token");
+  const std::string base = base_dir.path();
   const std::string path = base + "/home/.elastrain/head_token";
   auto t = EnsureHeadToken(path);
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -154,7 +164,8 @@ TEST(TokenFile, HeadTokenDirectoryIsCreated0700) {
 }
 
 TEST(UrlFile, WrittenReadableAndRefusedWhenOthersMayWriteIt) {
-  const std::string dir = FreshDir("url_file");
+  ScopedTempDir scratch("url_file");
+  const std::string dir = scratch.path();
   const std::string path = dir + "/head_url";
   const mode_t old_umask = umask(0002);
   ASSERT_TRUE(WriteUrlFile(path, "http://127.0.0.1:8265").ok());
@@ -303,7 +314,7 @@ TEST(RequestGuard, JsonContentType) {
 class ApiTargetTest : public testing::Test {
  protected:
   void SetUp() override {
-    base_ = FreshDir("api_target");
+    base_ = scratch_.path();
     default_token_ = base_ + "/home/.elastrain/head_token";
     head_token_ = EnsureHeadToken(default_token_).value();
     ASSERT_TRUE(WriteFileAtomic(UrlFileBeside(default_token_), "http://127.0.0.1:8265\n").ok());
@@ -316,6 +327,7 @@ class ApiTargetTest : public testing::Test {
     a.default_token_file = default_token_;
     return a;
   }
+  ScopedTempDir scratch_{"api_target"};
   std::string base_, default_token_, head_token_, run_, run_token_;
 };
 

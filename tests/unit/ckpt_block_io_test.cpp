@@ -27,6 +27,7 @@ std::vector<float> Ramp(int64_t n, float base) {
 }
 
 struct Written {
+  ScopedTempDir scratch;
   std::string dir;
   std::vector<PieceSpec> pieces;
   std::vector<std::vector<float>> data;
@@ -38,8 +39,8 @@ struct Written {
 // page-aligned buffer as the trainer's snapshot holds them, so that the aligned parts
 // go to the disk without a copy.
 Written WriteThree(const std::string& name, bool aligned = false) {
-  Written w;
-  w.dir = FreshDir("ckpt_block_" + name);
+  Written w{ScopedTempDir("ckpt_block_" + name)};
+  w.dir = w.scratch.path();
   const int64_t a = 3 * (int64_t{1} << 20), c = 1500003;
   w.pieces = {{"a", {a}, -1, 0, 0, 0, a}, {"b", {7}, -1, 0, 0, 0, 7}, {"c", {c}, -1, 0, 0, 0, c}};
   w.data = {Ramp(a, 1), Ramp(7, -3), Ramp(c, 7)};
@@ -109,7 +110,8 @@ TEST(CkptBlockIo, TruncatedFileIsCorruptionNamingTheFile) {
 }
 
 TEST(CkptBlockIo, OlderLayoutWithHeaderPaddedToEightReads) {
-  const std::string dir = FreshDir("ckpt_block_old");
+  ScopedTempDir scratch("ckpt_block_old");
+  const std::string dir = scratch.path();
   const std::vector<float> v = Ramp(1001, 2);
   nlohmann::json h = {{"__metadata__", {{"format", kFormatName}, {"kind", "params"}}},
                       {"x@0", {{"dtype", "F32"}, {"shape", {1001}}, {"data_offsets", {0, 4004}}}}};

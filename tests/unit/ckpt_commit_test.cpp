@@ -18,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) { return FreshDir("ckpt_" + name); }
 
 // Two tensor ranks: "w" (4, 6) split along dim 1, "b" (5,) replicated, from rank 0.
 std::vector<PieceSpec> RankPieces(int t) {
@@ -65,7 +64,8 @@ void FlipByte(const std::string& path, int64_t offset) {
 }
 
 TEST(CkptIntegrity, FlippedByteIsCaughtByVerifyAndByRead) {
-  const std::string run = TempDir("flip");
+  ScopedTempDir run_dir("ckpt_flip");
+  const std::string run = run_dir.path();
   ASSERT_TRUE(Save(run, 1).ok());
   const std::string dir = CheckpointDir(run, 1);
   ASSERT_TRUE(VerifyCheckpoint(dir).ok());
@@ -85,11 +85,11 @@ TEST(CkptIntegrity, FlippedByteIsCaughtByVerifyAndByRead) {
   // The columns of rank 0 never touch the damaged piece, so they still read.
   EXPECT_TRUE(ReadTensorSlice(m, dir, StateKind::kParams, {"w", {4, 6}, 1, 0, 3, 0, 12}, out.data()).ok());
   EXPECT_EQ(out[4], Value(1, "w", 7));  // local (1, 1) = global (1, 1)
-  fs::remove_all(run);
 }
 
 TEST(CkptIntegrity, TruncatedFileAndMissingCommitAreReported) {
-  const std::string run = TempDir("trunc");
+  ScopedTempDir run_dir("ckpt_trunc");
+  const std::string run = run_dir.path();
   ASSERT_TRUE(Save(run, 1).ok());
   ASSERT_TRUE(Save(run, 2).ok());
   const std::string dir = CheckpointDir(run, 2);
@@ -108,11 +108,11 @@ TEST(CkptIntegrity, TruncatedFileAndMissingCommitAreReported) {
   ASSERT_GE(problems.size(), 2u);
   EXPECT_TRUE(Contains(problems[0], "COMMITTED")) << problems[0];
   EXPECT_EQ(LatestCommitted(run).value(), CheckpointDir(run, 1));  // LATEST names an uncommitted dir
-  fs::remove_all(run);
 }
 
 TEST(CkptLatest, FallsBackToNewestCommitted) {
-  const std::string run = TempDir("latest");
+  ScopedTempDir run_dir("ckpt_latest");
+  const std::string run = run_dir.path();
   EXPECT_EQ(LatestCommitted(run).status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(Save(run, 10).ok());
   ASSERT_TRUE(Save(run, 20).ok());
@@ -128,11 +128,11 @@ TEST(CkptLatest, FallsBackToNewestCommitted) {
   ASSERT_EQ(list.size(), 2u);
   EXPECT_TRUE(list[0].committed && list[1].committed);
   EXPECT_GT(list[0].bytes, 0);
-  fs::remove_all(run);
 }
 
 TEST(CkptRetention, KeepsNewestKAndProtectedAndInProgress) {
-  const std::string run = TempDir("retention");
+  ScopedTempDir run_dir("ckpt_retention");
+  const std::string run = run_dir.path();
   for (int64_t s : {10, 20, 30, 40, 50}) ASSERT_TRUE(Save(run, s).ok());
   fs::create_directories(CheckpointDir(run, 25));  // stale partial save
   fs::create_directories(CheckpointDir(run, 60));  // a save in progress
@@ -145,31 +145,31 @@ TEST(CkptRetention, KeepsNewestKAndProtectedAndInProgress) {
   EXPECT_EQ(RemovePartial(CheckpointDir(run, 40)).code(), StatusCode::kFailedPrecondition);
   EXPECT_TRUE(RemovePartial(CheckpointDir(run, 60)).ok());
   EXPECT_FALSE(fs::exists(CheckpointDir(run, 60)));
-  fs::remove_all(run);
 }
 
 TEST(CkptFault, FailWriteLeavesNoTempFiles) {
-  const std::string run = TempDir("failwrite");
-  ASSERT_EQ(::setenv("ELASTRAIN_CKPT_FAULT", "fail_write", 1), 0);
+  ScopedTempDir run_dir("ckpt_failwrite");
+  const std::string run = run_dir.path();
+  ASSERT_EQ(::setenv("ELASTRAIN_FAULT", "fail_write", 1), 0);
   Status st = Save(run, 7);
-  ::unsetenv("ELASTRAIN_CKPT_FAULT");
+  ::unsetenv("ELASTRAIN_FAULT");
   EXPECT_EQ(st.code(), StatusCode::kIOError);
   EXPECT_TRUE(Contains(st.message(), "params-00000.safetensors")) << st.message();
   EXPECT_TRUE(ListFilesRecursive(run).value().empty());
   EXPECT_EQ(LatestCommitted(run).status().code(), StatusCode::kNotFound);
   ASSERT_TRUE(Save(run, 7).ok());  // the fault is gone once unset
-  fs::remove_all(run);
 }
 
 class CkptCrash : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(CkptCrash, PreviousCheckpointSurvivesAKilledSave) {
-  const std::string run = TempDir(std::string("crash_") + GetParam());
+  ScopedTempDir run_dir(std::string("ckpt_crash_") + GetParam());
+  const std::string run = run_dir.path();
   ASSERT_TRUE(Save(run, 10).ok());
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    ::setenv("ELASTRAIN_CKPT_FAULT", GetParam(), 1);
+    ::setenv("ELASTRAIN_FAULT", GetParam(), 1);
     Status st = Save(run, 20);
     ::_exit(st.ok() ? 0 : 3);  // reached only if the fault did not fire
   }
@@ -186,7 +186,6 @@ TEST_P(CkptCrash, PreviousCheckpointSurvivesAKilledSave) {
   ASSERT_TRUE(ApplyRetention(run, 3, -1).ok());
   const bool step20_committed = std::string(GetParam()) == "crash_before_latest";
   EXPECT_EQ(fs::exists(CheckpointDir(run, 20)), step20_committed);
-  fs::remove_all(run);
 }
 
 INSTANTIATE_TEST_SUITE_P(CkptPoints, CkptCrash,

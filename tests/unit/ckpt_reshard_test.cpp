@@ -19,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) { return FreshDir("ckpt_" + name); }
 
 // Distinct, exactly representable values per kind and global flat index.
 float Value(StateKind k, int64_t global_flat) {
@@ -127,7 +126,8 @@ class CkptReshard : public ::testing::TestWithParam<std::tuple<const char*, int,
 TEST_P(CkptReshard, ReadsEveryRankOfAnotherMeshExactly) {
   const auto [model, tp, fsdp, tp2, fsdp2] = GetParam();
   const ModelConfig m = Preset(model);
-  const std::string run = TempDir(std::string("reshard_") + model + std::to_string(tp) + std::to_string(tp2));
+  ScopedTempDir run_dir(std::string("ckpt_reshard_") + model + std::to_string(tp) + std::to_string(tp2));
+  const std::string run = run_dir.path();
   const std::string dir = SaveFake(run, 10, m, tp, fsdp);
   ASSERT_TRUE(VerifyCheckpoint(dir).ok()) << VerifyCheckpoint(dir).ToString();
   auto man = ReadManifest(dir);
@@ -152,7 +152,6 @@ TEST_P(CkptReshard, ReadsEveryRankOfAnotherMeshExactly) {
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     EXPECT_EQ(*g, GlobalValues(t, StateKind::kAdamV)) << t.name;
   }
-  fs::remove_all(run);
 }
 
 INSTANTIATE_TEST_SUITE_P(CkptMeshes, CkptReshard,
@@ -162,7 +161,8 @@ INSTANTIATE_TEST_SUITE_P(CkptMeshes, CkptReshard,
                                            std::make_tuple("tiny-gpt2", 4, 1, 2, 3)));
 
 TEST(CkptSafetensors, HeaderIsValidJsonWithContiguousOffsets) {
-  const std::string run = TempDir("st");
+  ScopedTempDir run_dir("ckpt_st");
+  const std::string run = run_dir.path();
   const std::string dir = SaveFake(run, 3, Preset("tiny"), 2, 2);
   const FakeRank r = MakeRank(Preset("tiny"), 2, 1, 2, 0);  // rank 2's file
   const std::string bytes = ReadFile(dir + "/" + ShardFileName(StateKind::kParams, 2)).value();
@@ -194,11 +194,11 @@ TEST(CkptSafetensors, HeaderIsValidJsonWithContiguousOffsets) {
     at = e;
   }
   EXPECT_EQ(static_cast<size_t>(at), bytes.size() - data_start);
-  fs::remove_all(run);
 }
 
 TEST(CkptManifest, RoundTripsAndNamesBadFields) {
-  const std::string run = TempDir("manifest");
+  ScopedTempDir run_dir("ckpt_manifest");
+  const std::string run = run_dir.path();
   const std::string dir = SaveFake(run, 5, Preset("tiny"), 2, 1);
   auto m = ReadManifest(dir);
   ASSERT_TRUE(m.ok());
@@ -220,11 +220,11 @@ TEST(CkptManifest, RoundTripsAndNamesBadFields) {
   bad = ManifestFromJson(j.dump(), "m.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("mesh.tensor"), std::string::npos) << bad.status().message();
-  fs::remove_all(run);
 }
 
 TEST(CkptCli, ExportWritesFullTensorsAndConfig) {
-  const std::string run = TempDir("export");
+  ScopedTempDir run_dir("ckpt_export");
+  const std::string run = run_dir.path();
   const ModelConfig m = Preset("tiny");
   const std::string dir = SaveFake(run, 8, m, 2, 2);
   EXPECT_EQ(RunCheckpointCommand({"verify", dir}), 0);
@@ -255,7 +255,6 @@ TEST(CkptCli, ExportWritesFullTensorsAndConfig) {
   data[data.size() - 3] ^= 1;
   ASSERT_TRUE(WriteFileAtomic(shard, data).ok());
   EXPECT_EQ(RunCheckpointCommand({"verify", dir}), 1);
-  fs::remove_all(run);
 }
 
 }  // namespace

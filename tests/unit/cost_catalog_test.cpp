@@ -88,7 +88,8 @@ TEST(CostCatalogTest, OtherBadRowsAreNamed) {
 }
 
 TEST(CostCatalogTest, LoadCatalogReadsAFolderAndRejectsDuplicates) {
-  const std::string dir = FreshDir("cost_catalog");
+  ScopedTempDir scratch("cost_catalog");
+  const std::string dir = scratch.path();
   std::ofstream(dir + "/a.csv") << kHeader << "x,TPU,8,32,918,2.7,0.6,us,https://x,2025-01\n";
   std::ofstream(dir + "/b.csv") << kHeader << "y,GPU,8,80,989,11,2.2,us,https://y,2025-01\n";
   auto c = LoadCatalog(dir);

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 void Write(const std::string& path, const std::string& data) { ASSERT_TRUE(WriteFileAtomic(path, data).ok()); }
 
 TEST(DataCorpusTest, DirectorySkipsBinaryFilesAndSymlinks) {
-  std::string dir = FreshDir("corpus");
+  ScopedTempDir scratch("corpus");
+  std::string dir = scratch.path();
   fs::create_directories(dir + "/sub");
   Write(dir + "/b.txt", "bee\n");
   Write(dir + "/a", "ay\n");
@@ -35,7 +36,8 @@ TEST(DataCorpusTest, DirectorySkipsBinaryFilesAndSymlinks) {
 }
 
 TEST(DataCorpusTest, SingleFileAndErrors) {
-  std::string dir = FreshDir("corpus_err");
+  ScopedTempDir scratch("corpus_err");
+  std::string dir = scratch.path();
   Write(dir + "/one.txt", "text");
   EXPECT_EQ(ListCorpusFiles(dir + "/one.txt").value(), std::vector<std::string>{dir + "/one.txt"});
 
@@ -64,7 +66,8 @@ TEST(DataCorpusTest, FortunesCorpus) {
 }
 
 TEST(DataTokenCacheTest, ReusedThenRebuiltWhenCorrupt) {
-  std::string dir = FreshDir("cache");
+  ScopedTempDir scratch("cache");
+  std::string dir = scratch.path();
   fs::create_directories(dir + "/data");
   Write(dir + "/data/a.txt", "hello world\n");
   Write(dir + "/data/b.txt", "second file\n");
@@ -116,7 +119,8 @@ class OtherTokenizer final : public Tokenizer {
 };
 
 TEST(DataTokenCacheTest, KeyFollowsContentAndTokenizer) {
-  std::string dir = FreshDir("cache_key");
+  ScopedTempDir scratch("cache_key");
+  std::string dir = scratch.path();
   Write(dir + "/a.txt", "one");
   ByteTokenizer bytes;
   uint64_t k1 = TokenCacheKey(bytes, {dir + "/a.txt"}).value();

@@ -30,7 +30,8 @@ std::string Text(size_t n) {
 }
 
 TEST(DataDatasetTest, TextWindowsAndSplitSizes) {
-  std::string dir = FreshDir("ds_text");
+  ScopedTempDir scratch("ds_text");
+  std::string dir = scratch.path();
   const std::string text = Text(1000);
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", text).ok());
   auto ds = OpenDataset(TextOptions(dir, 10));
@@ -56,7 +57,8 @@ TEST(DataDatasetTest, TextWindowsAndSplitSizes) {
 }
 
 TEST(DataDatasetTest, NoEvalSplitWhenFractionIsZero) {
-  std::string dir = FreshDir("ds_noeval");
+  ScopedTempDir scratch("ds_noeval");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", Text(101)).ok());
   DatasetOptions o = TextOptions(dir, 10);
   o.eval_split_fraction = 0;
@@ -67,7 +69,8 @@ TEST(DataDatasetTest, NoEvalSplitWhenFractionIsZero) {
 }
 
 TEST(DataDatasetTest, TooSmallCorpusIsAnError) {
-  std::string dir = FreshDir("ds_small");
+  ScopedTempDir scratch("ds_small");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", Text(15)).ok());
   auto ds = OpenDataset(TextOptions(dir, 10));
   ASSERT_FALSE(ds.ok());
@@ -82,7 +85,8 @@ TEST(DataDatasetTest, TooSmallCorpusIsAnError) {
 }
 
 TEST(DataDatasetTest, TokenizerVocabMustFitModel) {
-  std::string dir = FreshDir("ds_vocab");
+  ScopedTempDir scratch("ds_vocab");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", Text(500)).ok());
   DatasetOptions o = TextOptions(dir, 10);
   o.vocab_size = 100;

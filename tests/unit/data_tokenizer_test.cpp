@@ -48,7 +48,8 @@ TEST(TokenizerTest, EmptyPathLoadsBytes) {
 }
 
 TEST(TokenizerTest, MissingOrInvalidModelNamesTheFile) {
-  std::string dir = FreshDir("tok_bad");
+  ScopedTempDir scratch("tok_bad");
+  std::string dir = scratch.path();
   auto missing = LoadTokenizer(dir + "/nope.model");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("nope.model"), std::string::npos);
@@ -59,7 +60,8 @@ TEST(TokenizerTest, MissingOrInvalidModelNamesTheFile) {
 }
 
 TEST(TokenizerTest, SentencePieceTrainLoadRoundTrip) {
-  std::string dir = FreshDir("tok_spm");
+  ScopedTempDir scratch("tok_spm");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", SmallCorpus()).ok());
   const std::string model = dir + "/m.model";
   Status trained = TrainSentencePiece({dir + "/corpus.txt"}, 400, model);
@@ -89,7 +91,8 @@ TEST(TokenizerTest, SentencePieceTrainLoadRoundTrip) {
 }
 
 TEST(TokenizerTest, SentencePieceTrainingIsDeterministic) {
-  std::string dir = FreshDir("tok_det");
+  ScopedTempDir scratch("tok_det");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", SmallCorpus()).ok());
   // A directory input is expanded to its text files.
   ASSERT_TRUE(TrainSentencePiece({dir}, 300, dir + "/a.model").ok());
@@ -98,7 +101,8 @@ TEST(TokenizerTest, SentencePieceTrainingIsDeterministic) {
 }
 
 TEST(TokenizerTest, SentencePieceTrainingErrors) {
-  std::string dir = FreshDir("tok_err");
+  ScopedTempDir scratch("tok_err");
+  std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/corpus.txt", SmallCorpus()).ok());
   Status tiny = TrainSentencePiece({dir + "/corpus.txt"}, 100, dir + "/x.model");
   EXPECT_EQ(tiny.code(), StatusCode::kInvalidArgument);

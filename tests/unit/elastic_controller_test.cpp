@@ -70,10 +70,10 @@ JobState StateIn(Store& store) {
   return r ? r->state : JobState::kPending;
 }
 
-// A job of exactly 2 workers, its outputs in a fresh directory `name`.
-TrainConfig TwoWorkerJob(const std::string& name) {
+// A job of exactly 2 workers, its outputs in `dir`.
+TrainConfig TwoWorkerJob(const ScopedTempDir& dir) {
   TrainConfig cfg;
-  cfg.base_output_directory = FreshDir(name);
+  cfg.base_output_directory = dir.path();
   cfg.num_workers_spec = "2";
   cfg.min_workers = cfg.max_workers = 2;
   return cfg;
@@ -81,7 +81,8 @@ TrainConfig TwoWorkerJob(const std::string& name) {
 
 TEST(ControllerTest, AQuietJobIsNotRewrittenAndDoesNotWakeTheController) {
   auto store = std::make_shared<CountingStore>();
-  const TrainConfig cfg = TwoWorkerJob("controller_quiet");
+  ScopedTempDir dir("controller_quiet");
+  const TrainConfig cfg = TwoWorkerJob(dir);
   ASSERT_TRUE(SubmitJob(*store, cfg).ok());
 
   // No agent ever registers: the job waits for resources, and nothing changes.
@@ -117,7 +118,8 @@ class SubmitAfterSpecRead : public CountingStore {
 
 TEST(ControllerTest, ASubmissionBetweenItsReadsNeverRestartsTheEndedJob) {
   auto store = std::make_shared<SubmitAfterSpecRead>();
-  TrainConfig cfg = TwoWorkerJob("controller_submit_race");
+  ScopedTempDir dir("controller_submit_race");
+  TrainConfig cfg = TwoWorkerJob(dir);
   cfg.run_name = "ended";
   auto ended = SubmitJob(*store, cfg);
   ASSERT_TRUE(ended.ok()) << ended.status().message();

@@ -254,7 +254,8 @@ TEST(Prometheus, NoJobStillRenders) {
 }
 
 TEST(JsonlTail, ReadsCompleteLinesAndStartsOverWhenTheFileShrinks) {
-  const std::string path = FreshDir("tail") + "/e.jsonl";
+  ScopedTempDir dir("tail");
+  const std::string path = dir.path() + "/e.jsonl";
   JsonlTail tail(path);
   tail.Refresh();  // no file yet
   EXPECT_TRUE(tail.records().empty());

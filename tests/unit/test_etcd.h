@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -58,13 +59,13 @@ inline std::string Tail(const std::string& path, size_t max_chars = 2000) {
 
 // A single-member etcd on loopback for a test suite (the unit tests' one etcd launcher;
 // the integration tests have tests/integration/etcd_lib.sh). Its data and log live in a
-// FreshDir("etcd"); it dies with the test binary (PR_SET_PDEATHSIG). Not thread-safe:
+// ScopedTempDir, removed with this object or by RemoveDir; it dies with the test binary (PR_SET_PDEATHSIG). Not thread-safe:
 // start and stop it from the suite's set-up and tear-down.
 class EtcdServer {
  public:
   // Starts etcd on free loopback ports (3 tries) and waits until it answers (15 s).
   bool Start(std::string* error) {
-    dir_ = FreshDir("etcd");
+    dir_ = scratch_.emplace("etcd").path();
     return Launch(error);
   }
 
@@ -73,7 +74,7 @@ class EtcdServer {
   // root (role root) and elastrain (role elastrain: readwrite on the prefix "elastrain/").
   // A token lives `token_ttl_seconds` unused.
   bool StartTls(const std::string& source_dir, int token_ttl_seconds, std::string* error) {
-    dir_ = FreshDir("etcds");
+    dir_ = scratch_.emplace("etcds").path();
     tls_ = true;
     token_ttl_seconds_ = token_ttl_seconds;
     const std::string script = source_dir + "/scripts/make_certs.sh";
@@ -121,10 +122,7 @@ class EtcdServer {
     pid_ = -1;
   }
 
-  void RemoveDir() {
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
+  void RemoveDir() { scratch_.reset(); }
 
   int port() const { return port_; }
 
@@ -231,6 +229,7 @@ class EtcdServer {
     return false;
   }
 
+  std::optional<ScopedTempDir> scratch_;
   std::string dir_;
   pid_t pid_ = -1;
   int port_ = 0;

@@ -9,7 +9,8 @@ namespace elastrain {
 
 TEST(RunSummaryTest, WriteThenReadGivesTheSameSummary) {
   TrainSummary s;
-  s.run_dir = FreshDir("run_summary");
+  ScopedTempDir dir("run_summary");
+  s.run_dir = dir.path();
   s.steps = 20;
   s.global_batch_size = 8;
   s.micro_batches_per_step = 2;
@@ -34,7 +35,8 @@ TEST(RunSummaryTest, WriteThenReadGivesTheSameSummary) {
 }
 
 TEST(RunSummaryTest, MissingFieldIsCorruptionNamingTheFile) {
-  const std::string dir = FreshDir("run_summary_bad");
+  ScopedTempDir scratch("run_summary_bad");
+  const std::string dir = scratch.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/summary.json", "{\"steps\": 3}\n").ok());
   auto r = ReadRunSummary(dir);
   ASSERT_FALSE(r.ok());
