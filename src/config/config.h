@@ -141,7 +141,7 @@ struct TrainConfig {
   // --- the RAM tier of sharded jobs (train/ram_tier_copies.h, docs/elastic.md) ---
   int64_t memory_snapshot_period = 1;    // steps between peer copies of each shard; 0: off
   int64_t memory_snapshot_replicas = 1;  // buddy ranks holding a copy of each shard
-  // --- parallelism (comm/mesh.h, docs/parallelism.md) ---
+  // --- parallelism (plan/mesh.h, docs/parallelism.md) ---
   std::string num_workers_spec = "1";        // key num_workers: "N" (fixed) or "MIN:MAX" (elastic)
   int64_t min_workers = 1, max_workers = 1;  // parsed from num_workers_spec by LoadConfig
   // The world size: max_workers after LoadConfig; a generation's worker sets it to the

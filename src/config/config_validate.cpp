@@ -204,7 +204,7 @@ Status ValidateCheckpoints(const TrainConfig& c) {
   return Status::OK();
 }
 
-// The product of the axes and the model constraints are checked by ResolveMesh (comm/mesh.h).
+// The product of the axes and the model constraints are checked by ResolveMesh (plan/mesh.h).
 Status ValidateParallelism(const TrainConfig& c) {
   const char* fill_key = nullptr;
   for (auto [key, v] : {std::pair<const char*, int64_t>{"ici_data_parallelism", c.ici_data_parallelism},
