@@ -27,7 +27,7 @@
 #include "launch/master_address.h"
 #include "launch/rank_env.h"
 #include "store/store.h"
-#include "train/checkpoint_period.h"
+#include "cost/checkpoint_period.h"
 #include "wire/exit_codes.h"
 #include "wire/protocol.h"
 
