@@ -150,7 +150,7 @@ TEST_F(LaunchMachineTest, BeginStartsAWarmSpareWithoutItsRank) {
   Make(o);
   Actions a = Feed(Begin{1});
   ASSERT_EQ(All<StartProgram>(a).size(), 1u);
-  const StartProgram& s = All<StartProgram>(a)[0];
+  const StartProgram s = All<StartProgram>(a)[0];
   EXPECT_TRUE(s.spare);
   EXPECT_EQ(s.env.at("ELASTRAIN_WORKER_ID"), "a1-w0");
   EXPECT_EQ(s.env.at("OMP_NUM_THREADS"), "4");
@@ -168,7 +168,7 @@ TEST_F(LaunchMachineTest, NewGenerationStartsTheProgramWithItsRankEnvironment) {
   EXPECT_EQ(All<ResolveMaster>(a)[0].address, "127.0.0.1");  // no address given
   EXPECT_TRUE(All<PublishMaster>(a).empty());                 // only rank 0 publishes
   ASSERT_EQ(All<StartProgram>(a).size(), 1u);
-  const StartProgram& s = All<StartProgram>(a)[0];
+  const StartProgram s = All<StartProgram>(a)[0];
   EXPECT_FALSE(s.spare);
   EXPECT_EQ(s.env.at("RANK"), "1");
   EXPECT_EQ(s.env.at("WORLD_SIZE"), "2");
@@ -593,6 +593,7 @@ TEST_F(LaunchSpareTest, AWarmRankZeroPublishesOnceItListensOrAfterTheWait) {
   EXPECT_TRUE(All<PublishMaster>(a).empty());  // not listening yet
   EXPECT_EQ(All<ProbeListening>(a).size(), 1u);
   EXPECT_EQ(All<ProbeListening>(a)[0].port, 29500);
+  TickAt(now_);  // the first liveness tick is due at once
   EXPECT_DOUBLE_EQ(M().NextDeadline(now_), now_ + kListenProbeSeconds);
   EXPECT_TRUE(All<PublishMaster>(TickAt(now_ + 0.5)).empty());
   listening_ = true;
