@@ -1,20 +1,18 @@
+// The launched worker's executor: the I/O of launch/launch_machine.h, which decides.
 #include "launch/launched_worker.h"
 
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
-#include <cmath>
+#include <map>
 #include <memory>
 #include <optional>
-#include <set>
-
-#include <fmt/format.h>
 
 #include "common/clock.h"
 #include "common/events.h"
@@ -23,129 +21,144 @@
 #include "common/process.h"
 #include "common/signals.h"
 #include "common/wakeup.h"
-#include "wire/program_messages.h"
+#include "launch/launch_machine.h"
 #include "launch/master_address.h"
 #include "launch/rank_env.h"
-#include "store/store.h"
-#include "train/checkpoint_period.h"
-#include "wire/events.h"
 #include "wire/exit_codes.h"
+#include "wire/program_messages.h"
+#include "wire/events.h"
 #include "wire/protocol.h"
 
 namespace elastrain {
 
 namespace {
 
-constexpr double kTickSeconds = 0.25;         // liveness ticks to the agent, as elastrain workers send
-constexpr double kProgramSilenceSeconds = 3;  // a program that talks: no tick once it is this silent
-constexpr double kKillGraceSeconds = 5;       // after the SIGTERM of a stop's deadline, before SIGKILL
-constexpr double kHelloGraceSeconds = 2;      // a program that has not said hello by this age does not talk
-constexpr double kSpareDelaySeconds = 10;     // longest wait before the next spare starts (see StartGeneration)
-constexpr double kListenWaitSeconds = 3;      // how long a warm rank 0 gets to listen before its address is published
-constexpr double kOrphanSweepSeconds = 1;
-constexpr std::chrono::milliseconds kPollSlice{50};
-constexpr const char* kLeftWhileWaiting = "left while waiting for rank 0's address";
+using namespace launch;  // NOLINT: the machine's inputs and actions
 
-std::atomic<bool> g_preempted{false};
+// The longest the loop sleeps: a program whose channel stays open after it exited (its
+// children hold fd 3) is reaped within this.
+constexpr double kPollSliceSeconds = 0.05;
+// How long the children get to die after the SIGKILL of the worker's departure.
+constexpr double kReapAllSeconds = 1;
+
+// SIGTERM (a preemption notice), shared with the signal thread: the handler holds it, so
+// a late notice after Run returned touches nothing of the executor.
+struct Notice {
+  std::atomic<bool> raised{false};
+  Wakeup wake;
+};
 
 class LaunchedWorker {
  public:
-  LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg, std::vector<std::string> program)
-      : agent_(agent), job_(job), cfg_(cfg), program_(std::move(program)),
-        tuner_(cfg.checkpoint_mtti_prior_seconds, cfg.checkpoint_period_min, cfg.checkpoint_period_max) {
-    run_dir_ = cfg.base_output_directory + "/" + cfg.run_name;
-    threads_ = job.threads > 0 ? job.threads : 1;
-  }
+  LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg, std::vector<std::string> program);
   int Run();
 
  private:
-  struct Program {
-    pid_t pid = -1;
+  // A program's process and channel (the machine knows it by `id`).
+  struct ProgramIo {
+    int pid = -1;
     std::unique_ptr<Channel> ch;
-    double started = 0;       // wall seconds (for a spare: when it got its rank)
-    bool connected = false;   // said hello
-    bool ch_open = true;      // its channel is read (false after end of file or an oversized line)
-    bool from_spare = false;  // a spare that was handed a rank
-    bool waited = false;      // it said "waiting": it calls wait_for_assignment()
-    bool killed = false;      // this worker sent it SIGKILL
-    double last_msg = 0;
-    bool exited = false;
-    ProcessExit exit;
-  };
-  struct Generation {
-    AssignMessage a;
-    std::map<std::string, std::string> env;  // the rank's environment (a cold restart needs it again)
-    std::unique_ptr<Program> prog;
-    int64_t first_step = -1, last_step = -1;
-    double last_step_time = 0, started = 0;
-    int stop_reasons = 0;     // kStop* bits asked for
-    double stop_deadline = 0; // > 0: the stop must be done by then (the program is told)
-    double term_at = 0;       // > 0: SIGTERM then (unless sent)
-    double kill_at = 0;       // > 0: SIGKILL then (unless sent)
-    bool term_sent = false, kill_sent = false;
-    bool aborted = false;
-    // The step it began from: the one before its first reported step (-1: none reported).
-    int64_t StartStep() const { return first_step >= 0 ? std::max<int64_t>(first_step - 1, 0) : -1; }
+    bool ch_open = true;
   };
 
-  void Send(const WorkerMessage& m) { (void)agent_->Send(ToJson(m)); }
-  bool ReadAgent();  // queues what the agent sent in inbox_; false: the agent is gone
-  void Dispatch();   // acts on inbox_
-  bool Superseded(int64_t generation) const;  // inbox_ holds an abort, a newer plan or an exit
-  void Take(const AssignMessage& m);
-  void Take(const StopMessage& m);
-  void Take(const AbortMessage& m);
-  void Take(const ExitMessage&) { exit_ = true; }
-  void Take(const JobMessage&) {}
+  void Feed(const LaunchInput& in);
+  void Execute(const LaunchAction& a);
+  std::optional<LaunchInput> Do(const SendToAgent& a);
+  std::optional<LaunchInput> Do(const StartProgram& a);
+  std::optional<LaunchInput> Do(const AssignSpare& a);
+  std::optional<LaunchInput> Do(const TellProgram& a);
+  std::optional<LaunchInput> Do(const SignalProgram& a);
+  std::optional<LaunchInput> Do(const SignalGroup& a);
+  std::optional<LaunchInput> Do(const ResolveMaster& a);
+  std::optional<LaunchInput> Do(const PublishMaster& a);
+  std::optional<LaunchInput> Do(const ProbeListening& a);
+  std::optional<LaunchInput> Do(const OpenRunLogs& a);
+  std::optional<LaunchInput> Do(const WriteMetrics& a);
+  std::optional<LaunchInput> Do(const EmitEvent& a);
+  std::optional<LaunchInput> Do(const SweepOrphans& a);
+  std::optional<LaunchInput> Do(const Exit& a);
 
-  Result<std::unique_ptr<Program>> Start(bool spare, const std::map<std::string, std::string>& env);
-  void StartSpare();
-  void StartGeneration(const AssignMessage& a);
-  void RequestStop(int reason);
-  void Signal(Program& p, int sig, const char* why);
-  void ReadProgram(Program& p);
-  void OnProgramMessage(Program& p, const ProgramMessage& m);
+  void PollOnce();
+  bool ReadAgent();                        // queues what the agent sent; false: it is gone
+  void FeedAgent();                        // steps the queue while the machine takes it
+  void ReadProgram(int id, bool exited);   // steps what program `id` said
   void Reap();
-  void EndGeneration();
-  bool RestartCold();
-  void CheckDeadlines(double now);
-  void TickIfDue(double now);
-  void SweepOrphans();
-  void SendControl();
-  bool NotePeriodChange(const std::optional<CheckpointPeriodChange>& change);
+  bool AwaitingMasterGoesOn();
   void KillAll();
 
   Channel* agent_;
   JobMessage job_;
-  TrainConfig cfg_;
   std::vector<std::string> program_;
   std::string run_dir_;
-  int threads_ = 1;
-  std::unique_ptr<Program> spare_;
-  std::optional<Generation> gen_;
-  std::deque<AgentMessage> inbox_;
-  int64_t last_generation_ = -1;  // the newest generation this worker took part in
-  bool warm_failed_ = false;   // a spare died before taking a rank: later generations start cold
-  bool exit_ = false, agent_gone_ = false, preempt_seen_ = false;
-  double last_tick_ = 0, last_sweep_ = 0, sweep_due_ = 0;
-  double spare_due_ = 0;  // > 0: start the next spare then
-  Wakeup wake_;
-  CheckpointPeriodTuner tuner_;
+  LaunchMachine machine_;
+  std::shared_ptr<Notice> notice_ = std::make_shared<Notice>();
+  bool notice_fed_ = false;
+  std::map<int, ProgramIo> programs_;      // by the machine's id; until reaped
+  std::deque<AgentMessage> inbox_;         // read from the agent, not yet stepped
+  bool agent_gone_ = false;
+  std::optional<MasterAddress> rdzv_;      // the current generation's
+  int64_t rdzv_generation_ = -1;
+  std::optional<int> exit_code_;
   MetricsWriter metrics_;
   EventLog events_;
-  bool logs_open_ = false;
 };
 
-Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spare,
-                                                                      const std::map<std::string, std::string>& env) {
-  ELASTRAIN_ASSIGN_OR_RETURN(auto pair, MakeChannelPair());
-  auto [mine, theirs] = pair;
+LaunchMachineOptions MachineOptions(const JobMessage& job, const TrainConfig& cfg, const std::string& program) {
+  LaunchMachineOptions o;
+  o.worker_id = job.worker_id;
+  o.program = program;
+  o.run_dir = cfg.base_output_directory + "/" + cfg.run_name;
+  o.run_id = cfg.run_name;
+  o.threads = job.threads > 0 ? job.threads : 1;
+  o.warm_spares = cfg.warm_spares;
+  o.leads_process_group = ::getpgrp() == ::getpid();
+  o.preemption_notice_seconds = cfg.preemption_notice_seconds;
+  o.collective_timeout = cfg.collective_timeout;
+  o.log_period = cfg.log_period;
+  o.max_failures = cfg.max_failures;
+  o.min_workers = cfg.min_workers;
+  o.max_workers = cfg.max_workers;
+  o.checkpoint_period = cfg.checkpoint_period;
+  o.checkpoint_period_auto = cfg.checkpoint_period_auto;
+  o.checkpoint_mtti_prior_seconds = cfg.checkpoint_mtti_prior_seconds;
+  o.checkpoint_period_min = cfg.checkpoint_period_min;
+  o.checkpoint_period_max = cfg.checkpoint_period_max;
+  return o;
+}
+
+LaunchedWorker::LaunchedWorker(Channel* agent, const JobMessage& job, const TrainConfig& cfg,
+                               std::vector<std::string> program)
+    : agent_(agent), job_(job), program_(std::move(program)),
+      run_dir_(cfg.base_output_directory + "/" + cfg.run_name),
+      machine_(MachineOptions(job, cfg, program_.front())) {}
+
+// Steps `in` and carries out its actions in order; an action's answer is stepped (and
+// its own actions carried out) before the next action runs.
+void LaunchedWorker::Feed(const LaunchInput& in) {
+  for (const LaunchAction& a : machine_.Step(in, WallSeconds())) Execute(a);
+}
+
+void LaunchedWorker::Execute(const LaunchAction& a) {
+  std::optional<LaunchInput> answer = std::visit([this](const auto& v) { return Do(v); }, a);
+  if (answer) Feed(*answer);
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const SendToAgent& a) {
+  (void)agent_->Send(ToJson(a.message));
+  return std::nullopt;
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const StartProgram& a) {
+  auto fail = [&](const Status& st) -> std::optional<LaunchInput> { return ProgramStartFailed{a.program, st}; };
+  auto pair = MakeChannelPair();
+  if (!pair.ok()) return fail(pair.status());
+  auto [mine, theirs] = pair.value();
   SpawnSpec spec;
   spec.program = program_[0];
   spec.args.assign(program_.begin() + 1, program_.end());
-  spec.env = env;
+  spec.env = a.env;
   spec.env.insert_or_assign("ELASTRAIN_CHANNEL_FD", std::string("3"));
-  spec.env.insert_or_assign("ELASTRAIN_WARM", std::string(spare ? "1" : "0"));
+  spec.env.insert_or_assign("ELASTRAIN_WARM", std::string(a.spare ? "1" : "0"));
   spec.env_drop_prefixes = SecretEnvironmentPrefixes();
   spec.channel_fd = theirs;
   spec.own_process_group = false;  // the worker's group: one kill(-pgid) ends the whole tree
@@ -153,196 +166,114 @@ Result<std::unique_ptr<LaunchedWorker::Program>> LaunchedWorker::Start(bool spar
   ::close(theirs);
   if (!pid.ok()) {
     ::close(mine);
-    return pid.status();
+    return fail(pid.status());
   }
-  auto p = std::make_unique<Program>();
-  p->pid = pid.value();
-  p->ch = std::make_unique<Channel>(mine);
-  p->last_msg = p->started = WallSeconds();
-  LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, spare ? "spare" : "program", program_[0], p->pid);
-  return p;
+  ProgramIo& p = programs_[a.program];
+  p.pid = pid.value();
+  p.ch = std::make_unique<Channel>(mine);
+  LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, a.spare ? "spare" : "program", program_[0], p.pid);
+  return ProgramStarted{a.program, p.pid};
 }
 
-// The variables a spare can have before it knows its rank.
-void LaunchedWorker::StartSpare() {
-  if (!cfg_.warm_spares || warm_failed_ || spare_ || exit_ || g_preempted) return;
-  std::map<std::string, std::string> env = {{"OMP_NUM_THREADS", std::to_string(threads_)},
-                                            {"ELASTRAIN_RUN_DIR", run_dir_},
-                                            {"ELASTRAIN_WORKER_ID", job_.worker_id}};
-  auto p = Start(/*spare=*/true, env);
-  if (!p.ok()) {
-    LOG_WARN("worker {}: no warm spare: {}", job_.worker_id, p.status().message());
-    warm_failed_ = true;
-    return;
-  }
-  spare_ = std::move(p.value());
+std::optional<LaunchInput> LaunchedWorker::Do(const AssignSpare& a) {
+  auto it = programs_.find(a.program);
+  if (it == programs_.end()) return SpareAssigned{a.program, Status::Unavailable("the spare is gone")};
+  return SpareAssigned{a.program, it->second.ch->Send(AssignToProgram(a.env))};
 }
 
-void LaunchedWorker::StartGeneration(const AssignMessage& a) {
-  Generation g;
-  g.a = a;
-  g.started = WallSeconds();
-  auto failed = [&](const Status& st) {
-    EndedMessage e;
-    e.generation = a.generation;
-    e.outcome = GenerationOutcome::kFailed;
-    if (st.message() == kLeftWhileWaiting) e.outcome = g_preempted ? GenerationOutcome::kStopped : GenerationOutcome::kAborted;
-    if (g_preempted) {
-      e.stop_reasons = kStopPreemption;
-      e.leaving = true;
-    }
-    e.error = e.outcome == GenerationOutcome::kFailed ? st.message() : "";
-    Send(e);
-  };
-  last_generation_ = a.generation;
-  Send(StartedMessage{a.generation, a.rank, a.world});
-  // MASTER_ADDR:MASTER_PORT: rank 0 picks it (and publishes it below), the others wait.
+std::optional<LaunchInput> LaunchedWorker::Do(const TellProgram& a) {
+  if (auto it = programs_.find(a.program); it != programs_.end()) (void)it->second.ch->Send(ControlToProgram(a.control));
+  return std::nullopt;
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const SignalProgram& a) {
+  LOG_INFO("worker {}: signal {} to program pid {} ({})", job_.worker_id, DescribeSignal(a.signal), a.pid, a.why);
+  ::kill(a.pid, a.signal);
+  return std::nullopt;
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const SignalGroup& a) {
+  LOG_INFO("worker {}: signal {} to its process group ({})", job_.worker_id, DescribeSignal(a.signal), a.why);
+  ::kill(-::getpgrp(), a.signal);  // this worker's own handler only notes it again
+  return std::nullopt;
+}
+
+// Blocks: rank 0 picks a port, the others wait for it, answering the agent's liveness
+// ticks meanwhile and giving up (Cancelled) when the machine says the wait is moot.
+std::optional<LaunchInput> LaunchedWorker::Do(const ResolveMaster& a) {
+  MasterResolved r;
+  r.generation = a.generation;
+  rdzv_.reset();
   auto rdzv = MasterAddress::Open(a.rendezvous, a.generation);
-  if (!rdzv.ok()) return failed(rdzv.status());
-  auto master = a.rank == 0 ? rdzv->Pick(a.address.empty() ? "127.0.0.1" : a.address)
-                            : rdzv->Await(cfg_.collective_timeout, [&] {
-                                TickIfDue(WallSeconds());
-                                return ReadAgent() && !Superseded(a.generation) && !g_preempted;
-                              });
-  if (!master.ok() && master.status().code() == StatusCode::kFailedPrecondition)
-    return failed(Status::FailedPrecondition(kLeftWhileWaiting));
-  if (!master.ok()) return failed(master.status());
-  RankAssignment ra;
-  ra.generation = a.generation;
-  ra.rank = a.rank;
-  ra.world = a.world;
-  for (const AssignPeer& p : a.members) ra.members.push_back({p.rank, p.host});
-  ra.master_addr = master->first;
-  ra.master_port = master->second;
-  ra.max_failures = cfg_.max_failures;
-  ra.min_workers = cfg_.min_workers;
-  ra.max_workers = cfg_.max_workers;
-  ra.run_id = cfg_.run_name;
-  ra.run_dir = run_dir_;
-  ra.worker_id = job_.worker_id;
-  ra.threads = threads_;
-  const auto env = RankEnvironment(ra);
-  g.env = env;
-  if (spare_ && !spare_->exited) {
-    Status st = spare_->ch->Send(AssignToProgram(env));
-    if (st.ok()) {
-      g.prog = std::move(spare_);
-      g.prog->from_spare = true;
-      g.prog->started = WallSeconds();
-      LOG_INFO("worker {}: generation {}: rank {} of {} to the warm spare (pid {})", job_.worker_id, a.generation,
-               a.rank, a.world, g.prog->pid);
+  if (!rdzv.ok()) {
+    r.status = rdzv.status();
+    return r;
+  }
+  rdzv_ = std::move(rdzv.value());
+  rdzv_generation_ = a.generation;
+  auto master = a.rank == 0 ? rdzv_->Pick(a.address)
+                            : rdzv_->Await(a.timeout_seconds, [this] { return AwaitingMasterGoesOn(); });
+  if (!master.ok()) {
+    r.status = master.status();
+    return r;
+  }
+  r.address = master->first;
+  r.port = master->second;
+  return r;
+}
+
+bool LaunchedWorker::AwaitingMasterGoesOn() {
+  Feed(Tick{});
+  if (!ReadAgent()) return false;
+  if (notice_->raised && !notice_fed_) {
+    notice_fed_ = true;
+    Feed(PreemptionNotice{});
+  }
+  return machine_.KeepAwaitingMaster(inbox_);
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const PublishMaster& a) {
+  if (!rdzv_ || rdzv_generation_ != a.generation)
+    return MasterPublished{a.generation, Status::Internal("no rendezvous open for this generation")};
+  return MasterPublished{a.generation, rdzv_->Publish()};
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const ProbeListening& a) {
+  return ListenProbed{a.generation, PortListening(a.port), ProcessRuns(a.pid)};
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const OpenRunLogs&) {
+  if (Status st = metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/true); !st.ok())
+    LOG_WARN("worker {}: {}", job_.worker_id, st.message());
+  if (Status st = events_.Open(run_dir_ + "/events.jsonl"); !st.ok())
+    LOG_WARN("worker {}: {}", job_.worker_id, st.message());
+  return std::nullopt;
+}
+
+std::optional<LaunchInput> LaunchedWorker::Do(const WriteMetrics& a) {
+  (void)metrics_.Write(a.record);
+  return std::nullopt;
+}
+
+// Every event the launched worker writes passes here.
+std::optional<LaunchInput> LaunchedWorker::Do(const EmitEvent& a) {
+  std::visit([this](const auto& e) { events_.Emit(e); }, a.event);
+  return std::nullopt;
+}
+
+// Children that are not a current program: what finished programs left behind.
+std::optional<LaunchInput> LaunchedWorker::Do(const SweepOrphans& a) {
+  for (pid_t pid : ChildProcesses())
+    if (std::find(a.keep.begin(), a.keep.end(), pid) == a.keep.end()) {
+      LOG_INFO("worker {}: killing pid {}, left behind by a finished program", job_.worker_id, pid);
+      ::kill(pid, SIGKILL);
     }
-  }
-  if (!g.prog) {
-    // A cold rank 0 publishes its address before its program starts: the others start
-    // theirs meanwhile, and every import runs at once.
-    if (a.rank == 0) {
-      if (Status st = rdzv->Publish(); !st.ok()) return failed(st);
-    }
-    auto p = Start(/*spare=*/false, env);
-    if (!p.ok()) return failed(p.status());
-    g.prog = std::move(p.value());
-    LOG_INFO("worker {}: generation {}: rank {} of {} (pid {})", job_.worker_id, a.generation, a.rank, a.world,
-             g.prog->pid);
-  } else if (a.rank == 0) {
-    // A warm rank 0 listens within a fraction of a second: the others are told the
-    // address once it does (up to kListenWaitSeconds), so that their first connection
-    // finds the store (torch 1.13 retries a refused one only after a whole second).
-    const double until = WallSeconds() + kListenWaitSeconds;
-    while (WallSeconds() < until && !PortListening(ra.master_port) && ProcessRuns(g.prog->pid)) {
-      ::usleep(10000);
-      TickIfDue(WallSeconds());
-    }
-    if (Status st = rdzv->Publish(); !st.ok()) return failed(st);
-  }
-  if (a.rank == 0 && !logs_open_) {
-    logs_open_ = true;
-    if (Status st = metrics_.Open(run_dir_ + "/metrics.jsonl", /*append=*/true); !st.ok())
-      LOG_WARN("worker {}: {}", job_.worker_id, st.message());
-    if (Status st = events_.Open(run_dir_ + "/events.jsonl"); !st.ok())
-      LOG_WARN("worker {}: {}", job_.worker_id, st.message());
-  }
-  gen_ = std::move(g);
-  if (cfg_.checkpoint_period_auto)
-    NotePeriodChange(tuner_.OnGenerationStart(a.failures, WallSeconds() - a.job_started_at));
-  SendControl();
-  // The next spare starts once this generation trains (its first step report), or
-  // kSpareDelaySeconds from now, or when the generation ends: its imports must not
-  // compete with the recovery it is meant to speed up.
-  spare_due_ = WallSeconds() + kSpareDelaySeconds;
+  return std::nullopt;
 }
 
-// checkpoint_period=auto moved the period: rank 0 records it (the caller tells the
-// program). True when it moved.
-bool LaunchedWorker::NotePeriodChange(const std::optional<CheckpointPeriodChange>& change) {
-  if (!change || !gen_) return false;
-  if (gen_->a.rank == 0)
-    events_.Emit(CheckpointPeriodChangedEvent{change->from, change->to, change->failures, change->covered_failures,
-                                              change->mtti_seconds, change->stall_seconds, change->step_seconds,
-                                              change->reason, gen_->a.generation});
-  return true;
-}
-
-void LaunchedWorker::SendControl() {
-  if (!gen_ || !gen_->prog) return;
-  ProgramControl c;
-  c.stop = gen_->stop_reasons != 0;
-  c.reason = gen_->stop_reasons & kStopPreemption ? "preemption" : gen_->stop_reasons & kStopUser ? "user"
-             : c.stop ? "resize" : "";
-  c.deadline = gen_->stop_deadline;
-  c.checkpoint_period = cfg_.checkpoint_period_auto ? tuner_.period() : cfg_.checkpoint_period;
-  (void)gen_->prog->ch->Send(ControlToProgram(c));
-}
-
-void LaunchedWorker::Signal(Program& p, int sig, const char* why) {
-  if (p.exited || p.pid <= 0) return;
-  LOG_INFO("worker {}: signal {} to program pid {} ({})", job_.worker_id, DescribeSignal(sig), p.pid, why);
-  if (sig == SIGKILL) p.killed = true;
-  ::kill(p.pid, sig);
-}
-
-// A stop for a resize, the user or a preemption. A preemption notice is forwarded at
-// once (SIGTERM to the group), with SIGKILL at the notice's end. Otherwise a program
-// that talks is told (a control message) and must be done by the deadline: SIGTERM
-// then, SIGKILL kKillGraceSeconds later. One that does not talk gets SIGTERM as torchrun
-// would send it, once it is kHelloGraceSeconds old (a program importing
-// elastrain_worker says hello well before that), and has the notice's length to exit.
-void LaunchedWorker::RequestStop(int reason) {
-  if (!gen_ || !gen_->prog || (gen_->stop_reasons & reason)) return;
-  Generation& g = *gen_;
-  const double now = WallSeconds();
-  if (g.stop_reasons == 0) g.stop_deadline = now + cfg_.preemption_notice_seconds;
-  g.stop_reasons |= reason;
-  SendControl();
-  if (reason & kStopPreemption) {
-    g.term_at = now;
-    g.kill_at = std::min(g.stop_deadline, now + cfg_.preemption_notice_seconds);
-  } else if (!g.term_sent) {
-    g.term_at = g.prog->connected ? g.stop_deadline : std::max(now, g.prog->started + kHelloGraceSeconds);
-  }
-  CheckDeadlines(now);
-}
-
-void LaunchedWorker::Take(const AssignMessage& m) {
-  if (gen_) {  // a newer generation ends whatever older one still runs
-    gen_->aborted = true;
-    if (gen_->prog) Signal(*gen_->prog, SIGKILL, "a newer generation was planned");
-    for (int i = 0; i < 100 && gen_; ++i) {  // SIGKILL: gone within a second
-      Reap();
-      if (gen_) ::usleep(10000);
-    }
-  }
-  StartGeneration(m);
-}
-
-void LaunchedWorker::Take(const StopMessage& m) {
-  if (gen_ && gen_->a.generation == m.generation) RequestStop(m.reason == kStopUser ? kStopUser : kStopResize);
-}
-
-void LaunchedWorker::Take(const AbortMessage& m) {
-  if (!gen_ || gen_->a.generation > m.generation) return;
-  gen_->aborted = true;
-  if (gen_->prog) Signal(*gen_->prog, SIGKILL, "the generation was aborted");
+std::optional<LaunchInput> LaunchedWorker::Do(const Exit& a) {
+  exit_code_ = a.code;
+  return std::nullopt;
 }
 
 bool LaunchedWorker::ReadAgent() {
@@ -350,8 +281,7 @@ bool LaunchedWorker::ReadAgent() {
   Status st = agent_->ReadAvailable(&msgs);
   for (const auto& j : msgs) {
     AgentMessage m;
-    Status p = FromJson(j, &m);
-    if (!p.ok()) {
+    if (Status p = FromJson(j, &m); !p.ok()) {
       LOG_WARN("worker {}: ignored a message from the agent: {}", job_.worker_id, p.message());
       continue;
     }
@@ -361,89 +291,34 @@ bool LaunchedWorker::ReadAgent() {
   return st.ok();
 }
 
-void LaunchedWorker::Dispatch() {
-  while (!inbox_.empty()) {
+void LaunchedWorker::FeedAgent() {
+  while (!inbox_.empty() && machine_.TakesAgentMessages() && !exit_code_) {
     AgentMessage m = std::move(inbox_.front());
     inbox_.pop_front();
-    std::visit([this](const auto& v) { Take(v); }, m);
+    Feed(AgentSaid{std::move(m)});
   }
 }
 
-bool LaunchedWorker::Superseded(int64_t generation) const {
-  for (const AgentMessage& m : inbox_) {
-    if (std::holds_alternative<ExitMessage>(m)) return true;
-    if (const auto* a = std::get_if<AbortMessage>(&m); a && a->generation >= generation) return true;
-    if (const auto* a = std::get_if<AssignMessage>(&m); a && a->generation > generation) return true;
-  }
-  return false;
-}
-
-void LaunchedWorker::ReadProgram(Program& p) {
+void LaunchedWorker::ReadProgram(int id, bool exited) {
+  auto it = programs_.find(id);
+  if (it == programs_.end() || !it->second.ch_open) return;
   std::vector<nlohmann::json> msgs;
-  Status st = p.ch->ReadAvailable(&msgs);
+  Status st = it->second.ch->ReadAvailable(&msgs);
+  const int pid = it->second.pid;
   for (const auto& j : msgs) {
     ProgramMessage m;
-    Status parsed = ParseProgramMessage(j, &m);
-    if (!parsed.ok()) {
-      LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, p.pid, parsed.message());
+    if (Status parsed = ParseProgramMessage(j, &m); !parsed.ok()) {
+      LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, pid, parsed.message());
       continue;
     }
-    p.last_msg = WallSeconds();
-    OnProgramMessage(p, m);
+    Feed(ProgramSaid{id, m});
   }
-  if (!st.ok()) {
-    // End of file (it exits, or closed fd 3) or garbage: no longer read, and its liveness
-    // is the process's again (a closed channel is not a hang).
-    if (!p.exited && st.message().find("longer than") != std::string::npos)
-      LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, p.pid, st.message());
-    p.ch_open = false;
-    p.connected = false;
-  }
-}
-
-void LaunchedWorker::OnProgramMessage(Program& p, const ProgramMessage& m) {
-  if (std::holds_alternative<ProgramHello>(m)) p.connected = p.ch_open;
-  if (std::holds_alternative<ProgramWaiting>(m)) p.waited = true;
-  const bool running = gen_ && gen_->prog.get() == &p;
-  if (!running) return;  // a spare's heartbeats and waiting only refresh last_msg
-  Generation& g = *gen_;
-  if (const auto* s = std::get_if<ProgramStep>(&m)) {
-    const double now = WallSeconds();
-    double secs = s->step_seconds;
-    if (secs <= 0) {
-      const double since = g.last_step_time > 0 ? now - g.last_step_time : now - g.started;
-      const int64_t n = g.last_step >= 0 && s->step > g.last_step ? s->step - g.last_step : 1;
-      secs = since / static_cast<double>(n);
-    }
-    if (g.first_step < 0) {
-      g.first_step = s->step;
-      if (spare_due_ > 0) spare_due_ = now;
-    }
-    g.last_step = s->step;
-    g.last_step_time = now;
-    Send(StepMessage{g.a.generation, s->step, g.StartStep(), std::isnan(s->loss) ? 0.0 : s->loss, secs, now});
-    if (g.a.rank == 0 && (s->step % cfg_.log_period == 0 || s->step == g.first_step)) {
-      nlohmann::json r = {{"step", s->step}, {"step_time", secs}, {"generation", g.a.generation},
-                          {"world_size", g.a.world}, {"time", now}};
-      if (!std::isnan(s->loss)) r["loss"] = s->loss;
-      if (s->tokens > 0 && secs > 0) r["tokens_per_sec"] = static_cast<double>(s->tokens) / secs;
-      for (const auto& [k, v] : s->metrics)
-        if (!r.contains(k)) r[k] = v;
-      (void)metrics_.Write(r);
-    }
-  } else if (const auto* c = std::get_if<ProgramCheckpoint>(&m)) {
-    Send(CheckpointMessage{c->step, WallSeconds()});
-    if (g.a.rank == 0)
-      events_.Emit(CheckpointSavedEvent{.step = c->step, .generation = g.a.generation, .write_seconds = c->seconds,
-                                        .stall_seconds = c->seconds});
-    if (cfg_.checkpoint_period_auto && c->seconds > 0) {
-      const double mean = g.last_step > g.first_step && g.first_step >= 0
-                              ? (g.last_step_time - g.started) / static_cast<double>(g.last_step - g.first_step + 1)
-                              : 0;
-      if (NotePeriodChange(tuner_.OnSaveMeasured(c->seconds, mean, WallSeconds() - g.a.job_started_at)))
-        SendControl();
-    }
-  }
+  if (st.ok()) return;
+  // End of file (it exits, or closed fd 3) or garbage (a line too long: Corruption).
+  if (!exited && st.code() == StatusCode::kCorruption)
+    LOG_WARN("worker {}: program pid {}: {}", job_.worker_id, pid, st.message());
+  if (auto again = programs_.find(id); again != programs_.end()) again->second.ch_open = false;
+  Feed(ProgramChannelClosed{id});
 }
 
 void LaunchedWorker::Reap() {
@@ -451,184 +326,71 @@ void LaunchedWorker::Reap() {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
-    const ProcessExit e = ProcessExitFromStatus(status);
-    if (gen_ && gen_->prog && gen_->prog->pid == pid) {
-      gen_->prog->exited = true;
-      gen_->prog->exit = e;
-      if (gen_->prog->ch_open) ReadProgram(*gen_->prog);  // its last words
-      if (!RestartCold()) EndGeneration();
-    } else if (spare_ && spare_->pid == pid && (spare_->killed || g_preempted || exit_)) {
-      spare_.reset();  // this worker ended it
-    } else if (spare_ && spare_->pid == pid) {
-      LOG_WARN("worker {}: the warm spare (pid {}) {} before it was given a rank; later generations start cold "
-               "(does the program call wait_for_assignment()?)",
-               job_.worker_id, pid, e.Describe());
-      spare_.reset();
-      warm_failed_ = true;
+    for (auto it = programs_.begin(); it != programs_.end(); ++it) {
+      if (it->second.pid != pid) continue;
+      ReadProgram(it->first, /*exited=*/true);  // its last words
+      programs_.erase(it->first);
+      break;
     }
-    sweep_due_ = WallSeconds();  // whatever it left behind
+    Feed(ProcessReaped{pid, ProcessExitFromStatus(status)});
   }
 }
 
-// A spare that was handed a rank and died without ever waiting for it does not call
-// wait_for_assignment(): warm starts are off for this worker, and the rank starts cold
-// (once) instead of failing the generation. True when it did.
-bool LaunchedWorker::RestartCold() {
-  Generation& g = *gen_;
-  if (!g.prog->from_spare || g.prog->waited || g.aborted || g.stop_reasons != 0 || g_preempted) return false;
-  LOG_WARN("worker {}: the warm spare (pid {}) {} without waiting for its rank; later generations start cold (does "
-           "the program call wait_for_assignment() after its imports?)",
-           job_.worker_id, g.prog->pid, g.prog->exit.Describe());
-  warm_failed_ = true;
-  if (spare_) Signal(*spare_, SIGKILL, "warm starts are off");
-  auto p = Start(/*spare=*/false, g.env);
-  if (!p.ok()) return false;
-  g.prog = std::move(p.value());
-  g.started = WallSeconds();
-  return true;
-}
-
-// The running program exited: report how the generation ended on this rank.
-void LaunchedWorker::EndGeneration() {
-  Generation& g = *gen_;
-  const ProcessExit e = g.prog->exit;
-  EndedMessage ended;
-  ended.generation = g.a.generation;
-  ended.stop_reasons = g.stop_reasons;
-  ended.start_step = g.StartStep();
-  ended.step = g.last_step;
-  ended.leaving = g_preempted.load();
-  const std::string what = fmt::format("program {} (pid {}) {}", program_[0], g.prog->pid, e.Describe());
-  if (g.aborted) {
-    ended.outcome = GenerationOutcome::kAborted;
-  } else if (g.stop_reasons != 0) {
-    ended.outcome = GenerationOutcome::kStopped;
-  } else if (e.ok()) {
-    ended.outcome = GenerationOutcome::kCompleted;
-  } else {
-    ended.outcome = GenerationOutcome::kFailed;
-    ended.error = what;
+void LaunchedWorker::PollOnce() {
+  const double now = WallSeconds();
+  const double wait = std::clamp(machine_.NextDeadline(now) - now, 0.0, kPollSliceSeconds);
+  std::vector<pollfd> fds = {{agent_->fd(), POLLIN, 0}, {notice_->wake.fd(), POLLIN, 0}};
+  std::vector<int> ids;
+  for (const auto& [id, p] : programs_) {
+    ids.push_back(id);
+    fds.push_back({p.ch_open ? p.ch->fd() : -1, POLLIN, 0});
   }
-  LOG_INFO("worker {}: generation {}: {} ({})", job_.worker_id, g.a.generation, what, Name(ended.outcome));
-  Send(ended);
-  gen_.reset();
-  if (spare_due_ > 0) spare_due_ = WallSeconds();
-  // Anything of its group still running (its own children) is swept as an orphan.
-  sweep_due_ = WallSeconds();
-}
-
-void LaunchedWorker::CheckDeadlines(double now) {
-  if (!gen_ || !gen_->prog) return;
-  Generation& g = *gen_;
-  if (!g.term_sent && g.term_at > 0 && now >= g.term_at) {
-    // A program that said hello in the meantime is told and keeps its deadline.
-    const bool preempting = (g.stop_reasons & kStopPreemption) != 0;
-    if (!preempting && g.prog->connected && now < g.stop_deadline) {
-      g.term_at = g.stop_deadline;
-    } else {
-      g.term_sent = true;
-      if (preempting) {
-        // The program's children too (this worker's own handler only notes it again);
-        // only when this worker leads its group, as every agent-started worker does.
-        if (::getpgrp() == ::getpid()) ::kill(-::getpgrp(), SIGTERM);
-        else Signal(*g.prog, SIGTERM, "preemption notice");
-      } else {
-        Signal(*g.prog, SIGTERM, "stop");
-      }
-      if (g.kill_at == 0)
-        g.kill_at = g.prog->connected ? now + kKillGraceSeconds : std::max(g.stop_deadline, now + kKillGraceSeconds);
-    }
-  }
-  if (g.term_sent && !g.kill_sent && g.kill_at > 0 && now >= g.kill_at) {
-    Signal(*g.prog, SIGKILL, "it did not exit within the grace");
-    g.kill_sent = true;
-  }
-}
-
-void LaunchedWorker::TickIfDue(double now) {
-  if (now - last_tick_ < kTickSeconds) return;
-  // A program that talks vouches for itself: a stopped or frozen one stops the ticks,
-  // and the agent kills this worker as hung after worker_heartbeat_timeout.
-  if (gen_ && gen_->prog && gen_->prog->connected && now - gen_->prog->last_msg > kProgramSilenceSeconds) return;
-  last_tick_ = now;
-  ProgressMessage p;
-  p.generation = gen_ ? gen_->a.generation : last_generation_;
-  p.step = gen_ ? gen_->last_step : -1;
-  p.phase = !gen_ ? TrainPhase::kIdle : gen_->last_step >= 0 ? TrainPhase::kTrain : TrainPhase::kSetup;
-  p.time = now;
-  Send(p);
-}
-
-// Children that are not a current program: what finished programs left behind.
-void LaunchedWorker::SweepOrphans() {
-  std::set<pid_t> keep;
-  if (gen_ && gen_->prog && !gen_->prog->exited) keep.insert(gen_->prog->pid);
-  if (spare_) keep.insert(spare_->pid);
-  for (pid_t pid : ChildProcesses())
-    if (!keep.count(pid)) {
-      LOG_INFO("worker {}: killing pid {}, left behind by a finished program", job_.worker_id, pid);
-      ::kill(pid, SIGKILL);
-    }
+  ::poll(fds.data(), fds.size(), static_cast<int>(wait * 1000));
+  if (fds[1].revents) notice_->wake.Drain();
+  for (size_t i = 0; i < ids.size() && !exit_code_; ++i)
+    if (fds[i + 2].revents) ReadProgram(ids[i], /*exited=*/false);
 }
 
 void LaunchedWorker::KillAll() {
-  if (gen_ && gen_->prog) Signal(*gen_->prog, SIGKILL, "the worker leaves");
-  if (spare_) Signal(*spare_, SIGKILL, "the worker leaves");
+  for (const auto& [id, p] : programs_) {
+    LOG_INFO("worker {}: signal {} to program pid {} (the worker leaves)", job_.worker_id, DescribeSignal(SIGKILL),
+             p.pid);
+    ::kill(p.pid, SIGKILL);
+  }
   for (pid_t pid : ChildProcesses()) ::kill(pid, SIGKILL);
-  // Reap them all (they die at once: SIGKILL), a second at most.
-  for (int i = 0; i < 100; ++i) {
+  // Reap them all (they die at once: SIGKILL), kReapAllSeconds at most.
+  const double until = WallSeconds() + kReapAllSeconds;
+  while (WallSeconds() < until) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid < 0) break;  // no children left
-    if (pid == 0) ::usleep(10000);
+    if (pid > 0) continue;
+    pollfd wake{notice_->wake.fd(), POLLIN, 0};
+    ::poll(&wake, 1, 10);
   }
 }
 
 int LaunchedWorker::Run() {
-  WorkerNotice notice(&g_preempted, [this] { wake_.Notify(); });
+  SetSignalHandler(SIGTERM, [notice = notice_](int) {
+    notice->raised = true;
+    notice->wake.Notify();
+  });
+  IgnoreSignal(SIGINT);  // the agent decides
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  Send(ReadyMessage{static_cast<int>(::getpid()), -1, 0});
-  StartSpare();
-  int code = kExitSuccess;
-  while (!exit_ && !agent_gone_) {
-    std::vector<pollfd> fds = {{agent_->fd(), POLLIN, 0}, {wake_.fd(), POLLIN, 0}};
-    std::vector<Program*> progs;
-    if (gen_ && gen_->prog) progs.push_back(gen_->prog.get());
-    if (spare_) progs.push_back(spare_.get());
-    for (Program* p : progs) fds.push_back({p->ch_open ? p->ch->fd() : -1, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), static_cast<int>(kPollSlice.count()));
-    if (fds[1].revents) wake_.Drain();
-    for (size_t i = 0; i < progs.size(); ++i)
-      if (fds[i + 2].revents) ReadProgram(*progs[i]);
-    if (!ReadAgent()) break;
-    Dispatch();
-    if (g_preempted && !preempt_seen_) {
-      preempt_seen_ = true;
-      LOG_WARN("worker {}: preemption notice: the program has {}s to save and exit", job_.worker_id,
-               cfg_.preemption_notice_seconds);
-      if (spare_) Signal(*spare_, SIGKILL, "preemption");
-      RequestStop(kStopPreemption);
+  Feed(Begin{static_cast<int>(::getpid())});
+  while (!exit_code_) {
+    PollOnce();
+    if (!exit_code_ && !ReadAgent()) Feed(AgentGone{});
+    if (!exit_code_) FeedAgent();
+    if (!exit_code_ && notice_->raised && !notice_fed_) {
+      notice_fed_ = true;
+      Feed(PreemptionNotice{});
     }
-    Reap();
-    const double now = WallSeconds();
-    CheckDeadlines(now);
-    if (g_preempted && !gen_) {
-      code = kExitPreempted;
-      break;
-    }
-    if (sweep_due_ > 0 && now - last_sweep_ >= kOrphanSweepSeconds) {
-      last_sweep_ = now;
-      sweep_due_ = 0;
-      SweepOrphans();
-    }
-    if (spare_due_ > 0 && now >= spare_due_) {
-      spare_due_ = 0;
-      StartSpare();
-    }
-    TickIfDue(now);
+    if (!exit_code_) Reap();
+    if (!exit_code_) Feed(Tick{});
   }
   KillAll();
-  return code;
+  return *exit_code_;
 }
 
 }  // namespace

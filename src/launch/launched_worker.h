@@ -28,6 +28,9 @@
 // subreaper: whatever a finished program left behind becomes its child and is killed.
 // SIGTERM is a preemption notice: forwarded to the group, the program has
 // preemption_notice_seconds to save and exit, then SIGKILL; the worker exits 3.
+//
+// The decisions are launch/launch_machine.h's (a pure state machine, its transitions
+// drawn there); launched_worker.cpp is its executor.
 #pragma once
 
 #include "config/config.h"

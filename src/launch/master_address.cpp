@@ -83,7 +83,7 @@ Result<std::pair<std::string, int>> MasterAddress::Await(double timeout_seconds,
         store_->wait({key_}, std::chrono::milliseconds(100));
         break;
       } catch (const std::exception&) {
-        if (!keep_going()) return Status::FailedPrecondition("gave up waiting for rank 0's address");
+        if (!keep_going()) return Status::Cancelled("gave up waiting for rank 0's address");
         if (WallSeconds() > deadline)
           return Status::DeadlineExceeded(fmt::format(
               "rank 0 did not publish MASTER_ADDR/MASTER_PORT within collective_timeout={}s", timeout_seconds));

@@ -29,7 +29,8 @@ class MasterAddress {
   // Rank 0: publishes what Pick chose.
   Status Publish();
   // The other ranks: rank 0's "address:port", checked. Looks every 100 ms for up to
-  // `timeout_seconds`; between looks `keep_going()` (answer the agent, tick) may give up.
+  // `timeout_seconds` (then DeadlineExceeded); between looks `keep_going()` (answer the
+  // agent, tick) may give up (then Cancelled).
   Result<std::pair<std::string, int>> Await(double timeout_seconds, const std::function<bool()>& keep_going);
 
  private:

@@ -22,7 +22,7 @@
 #include "data/dataset.h"
 #include "data/sampler.h"
 #include "optim/optim.h"
-#include "train/checkpoint_period.h"
+#include "cost/checkpoint_period.h"
 #include "train/checkpointer.h"
 #include "train/step_line.h"
 #include "train/train_state.h"

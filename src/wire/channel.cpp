@@ -56,7 +56,7 @@ Status Channel::ReadAvailable(std::vector<nlohmann::json>* out) {
         TakeLines(out);
         if (buf_.size() > kMaxChannelLine) {
           buf_.clear();
-          return Status::Unavailable(fmt::format("the peer sent a line longer than {} bytes; channel no longer read",
+          return Status::Corruption(fmt::format("the peer sent a line longer than {} bytes; channel no longer read",
                                                  kMaxChannelLine));
         }
       }

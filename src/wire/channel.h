@@ -41,8 +41,8 @@ class Channel {
   // full; the agent's loop never stops reading for long.
   Status Send(const nlohmann::json& msg);
   // Appends every complete message readable now to *out without blocking; Unavailable
-  // at end of file (the peer closed or died) or after a line over kMaxChannelLine, after
-  // appending what came before it.
+  // at end of file (the peer closed or died), Corruption after a line over
+  // kMaxChannelLine, after appending what came before it.
   // Reader side: one thread at a time.
   Status ReadAvailable(std::vector<nlohmann::json>* out);
   // Waits up to `timeout` for one message (nullopt if none came); Unavailable at EOF.

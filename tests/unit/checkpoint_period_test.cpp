@@ -1,11 +1,11 @@
-// checkpoint_period=auto (train/checkpoint_period.h): when the chief's proposed period
+// checkpoint_period=auto (cost/checkpoint_period.h): when the chief's proposed period
 // changes, and to what.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "cost/interval.h"
-#include "train/checkpoint_period.h"
+#include "cost/checkpoint_period.h"
 
 namespace elastrain {
 namespace {

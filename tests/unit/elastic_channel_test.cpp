@@ -105,6 +105,7 @@ TEST(ElasticChannel, ALineOverTheLimitEndsTheChannel) {
   }
   w.join();
   ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kCorruption) << st.message();
   EXPECT_NE(st.message().find("longer than"), std::string::npos) << st.message();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["type"], "heartbeat");

@@ -1,5 +1,6 @@
 // checkpoint_period=auto: which period the chief proposes, and when it changes. Pure
-// logic over measurements the trainer feeds it (docs/cost.md, "checkpoint_period=auto").
+// logic over measurements the trainer or the launched worker feeds it (docs/cost.md,
+// "checkpoint_period=auto").
 //
 // The period is AutoCheckpointPeriodSteps (cost/interval.h): Daly's interval for the
 // save cost and the MTTI estimated from the job's failures so far, in steps. It is
@@ -14,7 +15,7 @@
 // tier only answers the failures the RAM tier did not cover, so the estimate counts
 // only those, and its prior is prior_mtti / kRamTierUncoveredFraction (cost/interval.h):
 // covered failures lengthen nothing and shorten nothing.
-// Not thread-safe; the trainer's thread owns it.
+// Not thread-safe; the thread of the trainer or of the launched worker's machine owns it.
 #pragma once
 
 #include <cstdint>

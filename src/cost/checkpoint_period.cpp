@@ -1,4 +1,4 @@
-#include "train/checkpoint_period.h"
+#include "cost/checkpoint_period.h"
 
 #include <algorithm>
 
