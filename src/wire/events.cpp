@@ -2,6 +2,7 @@
 
 #include <array>
 #include <exception>
+#include <stdexcept>
 #include <utility>
 
 #include <fmt/format.h>
@@ -21,6 +22,16 @@ void ReadOldNames(const nlohmann::json& j, GenerationFirstStepEvent& e) {
 
 template <typename T>
 AnyEvent Decode(const nlohmann::json& j) {
+  // A record field must be an object and a list an array (a record's from_json alone
+  // would take `"restore": 5` as a record of defaults).
+  static const nlohmann::json kDefaults = T{};
+  for (const auto& [key, def] : kDefaults.items()) {
+    const auto it = j.find(key);
+    if (it == j.end()) continue;
+    if ((def.is_object() && !it->is_object()) || (def.is_array() && !it->is_array()))
+      throw std::invalid_argument(fmt::format("field '{}': expected {}, got {}", key, def.type_name(),
+                                              it->dump().substr(0, 40)));
+  }
   T e;
   from_json(j, e);
   ReadOldNames(j, e);

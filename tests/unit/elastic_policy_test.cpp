@@ -1087,7 +1087,7 @@ TEST(ElasticPolicyMisc, FirstStepIsNotedOnce) {
   c.W("a1-w1").rec.step = 2;
   Decision d = Decide(RunningRecord(plan, kT0), c.Obs(kT0 + 1, plan), Settings(1, 2));
   ASSERT_EQ(CountEvents(d, "generation_first_step"), 1) << Names(d);
-  EXPECT_EQ(FindEvent(d, "generation_first_step")->fields["step_time"], kT0 - 1);
+  EXPECT_EQ(FindEvent(d, "generation_first_step")->fields["first_step_time"], kT0 - 1);
   EXPECT_EQ(d.record.step, 2);
   EXPECT_TRUE(d.record.first_step_noted);
   d = Decide(d.record, c.Obs(kT0 + 2, plan), Settings(1, 2));

@@ -60,13 +60,13 @@ std::vector<AnyEvent> Samples() {
       StragglersKilledEvent{"controller", 2, 1, "1 rank still running"},
       HostCooldownEvent{"controller", "h1", 2, 1700000200.5, "2 failures"},
       CooldownOverriddenEvent{"controller", "no other host can run min_workers"},
-      WorkerErrorEvent{EndFields(false)},
-      WorkerAbortedEvent{EndFields(false)},
+      WorkerErrorEvent{EndFields(true)},
+      WorkerAbortedEvent{EndFields(true)},
       WorkerPreemptedEvent{EndFields(true)},
       WorkerHungEvent{EndFields(true)},
       WorkerTerminatedEvent{EndFields(true)},
       WorkerFailedEvent{EndFields(true)},
-      HostLostEvent{EndFields(false)},
+      HostLostEvent{EndFields(true)},
       StateRestoredEvent{2, 40, 4, "peers", 0.75},
       MemoryRestoredEvent{2, 40, "peers", 1, 3, 1, {2, 1}, {{0, 1}, {1, 0}}, 0.5},
       PeerRestoreAbandonedEvent{2, "rank 3 holds no copy"},
@@ -85,7 +85,8 @@ std::map<std::string, std::set<std::string>> FieldsByEvent() {
   std::map<std::string, std::set<std::string>> out;
   for (const AnyEvent& e : Samples()) {
     std::set<std::string>& keys = out[std::string(EventName(e))];
-    for (const auto& [k, v] : EncodeEvent(e, 1).items())
+    const nlohmann::json line = EncodeEvent(e, 1);
+    for (const auto& [k, v] : line.items())
       if (k != "time" && k != "event") keys.insert(k);
   }
   return out;
