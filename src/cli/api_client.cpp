@@ -28,9 +28,7 @@ std::string Printable(std::string_view body, size_t max = 80) {
 
 // The hint of every unreadable answer.
 std::string ExpectedAnswer(const std::string& url) {
-  return fmt::format("is {} the API of `elastrain head` or `elastrain train` of this version? (--head URL, "
-                     "--run-dir DIR)",
-                     url);
+  return fmt::format("is {} an `elastrain head` or `elastrain train` of this version? --head URL, --run-dir DIR", url);
 }
 
 }  // namespace
@@ -163,7 +161,7 @@ Result<nlohmann::json> DecodeApiAnswer(const ApiTarget& target, const std::strin
     return Status::Internal(fmt::format("{} {}{}: {}", method, url, path, st.message()));  // "HTTP 500: ..."
   }
   auto j = ParseJson(body, answered);
-  if (!j.ok()) return Status::Corruption(fmt::format("{}; {}", j.status().message(), ExpectedAnswer(url)));
+  if (!j.ok()) return Status::Corruption(fmt::format("{}; expected JSON ({})", j.status().message(), ExpectedAnswer(url)));
   return j;
 }
 

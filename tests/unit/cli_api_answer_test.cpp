@@ -118,7 +118,7 @@ TEST(CliApiAnswer, HostileAnswersAreAClearCorruption) {
     Result<JobStatus> r = Status::Internal("not run");
     ASSERT_NO_THROW(r = Decode(200, c.body)) << c.body.substr(0, 100);
     ASSERT_FALSE(r.ok()) << c.body.substr(0, 100);
-    const std::string& m = r.status().message();
+    const std::string m = r.status().message();
     EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << m;
     EXPECT_EQ(m.rfind(kAnswered, 0), 0u) << m;  // names the head and the request
     EXPECT_NE(m.find(c.mentions), std::string::npos) << c.body.substr(0, 100) << ": " << m;

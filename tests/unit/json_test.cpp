@@ -171,8 +171,9 @@ TEST(JsonStrictReader, EveryFieldIsRequiredAndTheFirstErrorSticks) {
   EXPECT_EQ(elem.Str("deep"), "v");
   EXPECT_EQ(elem.Int("deep"), 0);
   EXPECT_EQ(elem.status().message(), "file.json: field 'obj.k[1].deep': expected an integer, got a string (\"v\")");
-  EXPECT_EQ(list.At(0).Str("x"), "");
-  EXPECT_EQ(list.At(0).status().message(), "file.json: field 'obj.k[0].x': missing");
+  StrictReader first = list.At(0);
+  EXPECT_EQ(first.Str("x"), "");
+  EXPECT_EQ(first.status().message(), "file.json: field 'obj.k[0].x': missing");
 
   EXPECT_EQ(r.IntIn("n", 6, 9), 5);
   EXPECT_EQ(r.status().message(), "file.json: field 'n': 5 is out of range: expected an integer in [6, 9]");
