@@ -64,6 +64,7 @@
 #include "common/process.h"
 #include "common/status.h"
 #include "cost/checkpoint_period.h"
+#include "wire/events.h"
 #include "wire/program_messages.h"
 #include "wire/rendezvous.h"
 #include "wire/worker_messages.h"
