@@ -534,7 +534,8 @@ TEST_F(LaunchMachineTest, CheckpointsAreReportedAndRankZeroEmitsTheEvent) {
   Assign(1, 0);
   Actions b = Say(last_pid_, ProgramCheckpoint{60, 1.5});
   ASSERT_EQ(All<EmitEvent>(b).size(), 1u);
-  const auto* saved = std::get_if<CheckpointSavedEvent>(&All<EmitEvent>(b)[0].event);
+  const EmitEvent emitted = All<EmitEvent>(b)[0];
+  const auto* saved = std::get_if<CheckpointSavedEvent>(&emitted.event);
   ASSERT_NE(saved, nullptr);
   EXPECT_EQ(saved->step, 60);
   EXPECT_EQ(saved->stall_seconds, 1.5);
@@ -549,7 +550,8 @@ TEST_F(LaunchMachineTest, AutoCheckpointPeriodIsToldAndRecordedAtGenerationStart
   Make(o);
   Actions a = Assign(0, 0);
   ASSERT_EQ(All<EmitEvent>(a).size(), 1u);
-  const auto* changed = std::get_if<CheckpointPeriodChangedEvent>(&All<EmitEvent>(a)[0].event);
+  const EmitEvent emitted = All<EmitEvent>(a)[0];
+  const auto* changed = std::get_if<CheckpointPeriodChangedEvent>(&emitted.event);
   ASSERT_NE(changed, nullptr);
   EXPECT_EQ(changed->reason, "generation_start");
   ASSERT_EQ(All<TellProgram>(a).size(), 1u);
