@@ -424,9 +424,13 @@ void LaunchMachine::OnStep(const ProgramStep& s, double now, Actions* out) {
 void LaunchMachine::OnCheckpoint(const ProgramCheckpoint& c, double now, Actions* out) {
   Generation& g = *gen_;
   out->push_back(SendToAgent{CheckpointMessage{c.step, now}});
-  if (g.a.rank == 0)
-    out->push_back(EmitEvent{CheckpointSavedEvent{.step = c.step, .generation = g.a.generation,
-                                                  .write_seconds = c.seconds, .stall_seconds = c.seconds}});
+  if (g.a.rank == 0) {
+    CheckpointSavedEvent saved;  // the program's word: its step and how long it took
+    saved.step = c.step;
+    saved.generation = g.a.generation;
+    saved.write_seconds = saved.stall_seconds = c.seconds;
+    out->push_back(EmitEvent{saved});
+  }
   if (!opt_.checkpoint_period_auto || c.seconds <= 0) return;
   const double mean = g.last_step > g.first_step && g.first_step >= 0
                           ? (g.last_step_time - g.started) / static_cast<double>(g.last_step - g.first_step + 1)
