@@ -61,22 +61,6 @@ TEST(HostileJsonl, ReportDataFromDamagedFilesDoesNotThrow) {
   EXPECT_EQ(data["series"][0]["generation"], 0);  // 1e300 does not fit int64: the default
 }
 
-TEST(HostileJsonl, JsonFieldHelpersNeverThrow) {
-  const nlohmann::json j = nlohmann::json::parse(
-      R"({"f":1e300,"n":-1e300,"s":"x","u":18446744073709551615,"i":-3,"d":2.9,"a":[1],"z":null})");
-  EXPECT_EQ(LenientInteger(j, "f", -1), -1);
-  EXPECT_EQ(LenientInteger(j, "n", -1), -1);
-  EXPECT_EQ(LenientInteger(j, "s", -1), -1);
-  EXPECT_EQ(LenientInteger(j, "u", -1), -1);
-  EXPECT_EQ(LenientInteger(j, "i", 0), -3);
-  EXPECT_EQ(LenientInteger(j, "d", 0), 2);
-  EXPECT_EQ(LenientNumber(j, "a", 4.0), 4.0);
-  EXPECT_EQ(LenientNumber(j, "z", 4.0), 4.0);
-  EXPECT_EQ(LenientString(j, "i"), "");
-  EXPECT_EQ(LenientInteger(nlohmann::json::array(), "i", 9), 9);
-  EXPECT_EQ(LenientString(nlohmann::json("str"), "i"), "");
-}
-
 TEST(HostileSummary, WrongTypesNameTheFieldAndNullIsNan) {
   ScopedTempDir dir("summary_types");
   TrainSummary s;

@@ -198,6 +198,9 @@ TEST(JsonLenient, MissingOrWrongTypedFieldsGiveTheDefault) {
   EXPECT_EQ(LenientInteger(j, "d", 0), 2);
   EXPECT_EQ(LenientInteger(j, "b", 7), 7);
   EXPECT_EQ(LenientInteger(j, "missing", 7), 7);
+  EXPECT_EQ(LenientInteger(j, "n", -1), -1);
+  EXPECT_EQ(LenientInteger(j, "s", -1), -1);
+  EXPECT_EQ(LenientNumber(j, "a", 4.0), 4.0);
   EXPECT_EQ(LenientNumber(j, "i"), -3.0);
   EXPECT_EQ(LenientNumber(j, "s", 4.0), 4.0);
   EXPECT_EQ(LenientNumber(j, "z", 4.0), 4.0);
