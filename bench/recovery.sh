@@ -16,6 +16,7 @@
 # preemption notice (SIGTERM). Then the RAM tier's cost: the median step time of
 # failure-free FSDP runs with memory_snapshot_period=1 against 0, same shape.
 #   usage: bench/recovery.sh [build/elastrain] [trials]
+#   ONLY=TEXT   run only the scenarios whose name contains TEXT (and skip the overhead runs)
 # Reference (issue 5, measured on this machine kind): torchrun (PyTorch 1.13, monitor
 # interval 0.1 s) notices a killed worker in ~0.05 s, needs 4.2 s from the kill to the
 # first step after the restart with 4 workers, and redoes half a checkpoint period.
@@ -76,6 +77,7 @@ printf "%-34s %9s %9s %9s %10s %7s %8s\n" "scenario (median of $TRIALS)" "detect
 scenario() {
   local name=$1 sig=$2
   shift 2
+  [[ -z "${ONLY:-}" || "$name" == *"$ONLY"* ]] || return 0
   for _ in $(seq 1 "$TRIALS"); do trial "$name" "$sig" "$@" || true; done
   [ -s "$WORK/$name.tsv" ] || { printf "%-34s  failed\n" "$name"; return; }
   local cols=()
@@ -100,6 +102,7 @@ steady() {  # steady PERIOD: median step time of one run's steps after the first
     memory_snapshot_period="$1" >"$run.out" 2>&1 || { echo nan; return; }
   "$JQ" --jsonl "$run/metrics.jsonl" step_time 2>/dev/null | tail -n +3 | median
 }
+[ -n "${ONLY:-}" ] && exit 0
 for _ in $(seq 1 "$TRIALS"); do
   echo "$(steady 0) $(steady 1)" >>"$WORK/overhead.tsv"
 done
