@@ -55,6 +55,17 @@ constexpr std::string_view PlacementStrategyName(PlacementStrategy p) {
   return ChoiceWord(kPlacementStrategyChoices, p);
 }
 
+// What the controller does about a straggler (issue 32, docs/elastic.md).
+enum class StragglerPolicy {
+  kAlert,    // an event, a gauge and a dashboard mark; the job goes on at the slow pace
+  kExclude,  // also cool the host down and re-plan without it, when that pays
+};
+inline constexpr std::array<Choice<StragglerPolicy>, 2> kStragglerPolicyChoices = {{
+    {"alert", StragglerPolicy::kAlert},
+    {"exclude", StragglerPolicy::kExclude},
+}};
+constexpr std::string_view StragglerPolicyName(StragglerPolicy p) { return ChoiceWord(kStragglerPolicyChoices, p); }
+
 // What a failed checkpoint save does to training (the previous checkpoint stays intact).
 enum class CheckpointFailurePolicy {
   kContinue,  // log it and train on
@@ -159,6 +170,11 @@ struct TrainConfig {
   double preemption_notice_seconds = 30;     // SIGTERM: save and leave within this
   int64_t host_failure_threshold = 2;        // failures on one host within host_cooldown_seconds that bench it
   double host_cooldown_seconds = 300;        // how long such a host is avoided
+  // Gray failures (elastic/straggler.h): a rank whose compute time per step stays above
+  // straggler_threshold x the median rank's for straggler_persistence_steps steps.
+  StragglerPolicy straggler_policy = StragglerPolicy::kAlert;  // alert | exclude
+  double straggler_threshold = 1.35;         // slowdown against the median rank, > 1
+  int64_t straggler_persistence_steps = 10;  // steps it must stay slow before it is named
   std::string dashboard_host = "127.0.0.1";  // the controller's HTTP API
   int64_t dashboard_port = 8265;             // 0: any free port
   // The API's security (docs/observability.md): every request needs the run's token

@@ -59,6 +59,7 @@ constexpr IntRange kIntRanges[] = {
     {"ici_tensor_parallelism", &TrainConfig::ici_tensor_parallelism, -1, kMaxWorkers},
     {"max_failures", &TrainConfig::max_failures, -1, kMaxWorkers},
     {"host_failure_threshold", &TrainConfig::host_failure_threshold, 1, kMaxWorkers},
+    {"straggler_persistence_steps", &TrainConfig::straggler_persistence_steps, 1, kMaxSteps},
     {"dashboard_port", &TrainConfig::dashboard_port, 0, 65535},
 };
 
@@ -231,6 +232,9 @@ Status ValidateElastic(const TrainConfig& c) {
     return Bad("preemption_notice_seconds", c.preemption_notice_seconds, "expected a number of seconds > 0");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("host_failure_threshold", c.host_failure_threshold, 1));
   ELASTRAIN_RETURN_IF_ERROR(NonNegative("host_cooldown_seconds", c.host_cooldown_seconds));
+  if (!(c.straggler_threshold > 1 && c.straggler_threshold < 1e6))
+    return Bad("straggler_threshold", c.straggler_threshold, "expected a slowdown factor > 1 (1.35: 35% slower than the median rank)");
+  ELASTRAIN_RETURN_IF_ERROR(AtLeast("straggler_persistence_steps", c.straggler_persistence_steps, 1));
   if (c.dashboard_host.empty()) return Bad("dashboard_host", "", "expected an address such as 127.0.0.1");
   if (c.dashboard_port < 0 || c.dashboard_port > 65535)
     return Bad("dashboard_port", c.dashboard_port, "expected a port in [0, 65535] (0: any free port)");

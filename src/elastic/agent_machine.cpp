@@ -290,6 +290,11 @@ void AgentMachine::On(const CommandSeen& in, double now, Actions* out) {
       Kill(w, SIGKILL, ExitKind::kHung, Describe(w) + " made no step progress; killed by the controller", out);
       break;
     case CommandAction::kHost: break;
+    case CommandAction::kSlow:
+    case CommandAction::kUnslow:
+    case CommandAction::kCheckHealth:
+      LOG_WARN("agent {}: {} is not carried out by this agent yet", opt_.id, Name(c.action));
+      break;
   }
 }
 

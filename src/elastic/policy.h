@@ -83,6 +83,7 @@ struct Observation {
   std::vector<ObservedWorker> workers;   // from live agents' reports and departed agents
   std::optional<Plan> plan;
   bool stop_requested = false;           // elastrain stop
+  std::vector<HealthRecord> health;      // hosts' last health checks (elastrain/health/), loaded ones only
 };
 
 struct Decision {

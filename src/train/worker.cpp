@@ -257,7 +257,7 @@ Status WorkerProcess::Init(const JobMessage& job) {
 void WorkerProcess::Tick() {
   while (!done_) {
     Status st = ch_.Send(ToJson(WorkerMessage(
-        ProgressMessage{progress_.generation.load(), progress_.step.load(), progress_.Phase(), WallSeconds()})));
+        ProgressMessage{progress_.generation.load(), progress_.step.load(), progress_.Phase(), WallSeconds(), -1, {}, false})));
     if (!st.ok()) return;
     std::this_thread::sleep_for(kTickInterval);
   }

@@ -210,6 +210,97 @@ struct CooldownOverriddenEvent {
 };
 ELASTRAIN_JSON_RECORD(CooldownOverriddenEvent, source, reason)
 
+// ------------------------------------------------------------------ gray failures (issue 32)
+// A rank whose compute time per step stayed above straggler_threshold x the median
+// rank's for straggler_persistence windows of straggler_window_steps steps.
+struct StragglerDetectedEvent {
+  static constexpr std::string_view kName = "straggler_detected";
+  std::string source = "controller";
+  int64_t generation = -1;
+  int rank = -1;
+  std::string worker, host;
+  double slowdown = 0;                // its compute seconds per step / the median rank's
+  double compute_seconds = 0;         // its, per step
+  double median_compute_seconds = 0;  // the median rank's, per step
+  int64_t since_step = -1;            // the first step of the window where it turned slow
+  int64_t step = -1;                  // the step the controller had seen when it decided
+  std::string policy;                 // straggler_policy: alert | exclude
+  bool operator==(const StragglerDetectedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(StragglerDetectedEvent, source, generation, rank, worker, host, slowdown, compute_seconds,
+                      median_compute_seconds, since_step, step, policy)
+
+struct StragglerClearedEvent {
+  static constexpr std::string_view kName = "straggler_cleared";
+  std::string source = "controller";
+  int64_t generation = -1;
+  int rank = -1;
+  std::string worker, host;
+  double slowdown = 0;  // the last measured
+  int64_t step = -1;
+  std::string reason;   // back to pace | generation ended | excluded
+  bool operator==(const StragglerClearedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(StragglerClearedEvent, source, generation, rank, worker, host, slowdown, step, reason)
+
+// A host taken out of planning for a gray failure (a straggler under straggler_policy
+// exclude): it cools down until `until` and is re-admitted only after a passing check.
+struct HostExcludedEvent {
+  static constexpr std::string_view kName = "host_excluded";
+  std::string source = "controller";
+  std::string host;
+  std::string reason;
+  double until = 0;                  // wall time
+  int64_t generation = -1;
+  int64_t step = -1;
+  double slowdown = 0;
+  double expected_gain_seconds = 0;  // remaining steps x the step time saved
+  double replan_cost_seconds = 0;    // the measured cost of a re-plan (recovery)
+  bool operator==(const HostExcludedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HostExcludedEvent, source, host, reason, until, generation, step, slowdown,
+                      expected_gain_seconds, replan_cost_seconds)
+
+// A host's health as the controller saw it change (its HealthRecord, wire/protocol.h).
+struct HostHealthEvent {
+  static constexpr std::string_view kName = "host_health";
+  std::string source = "controller";
+  std::string host, agent;
+  bool healthy = false;
+  std::string check;   // builtin | the command
+  std::string reason;  // why it failed; "" when healthy
+  double gemm_gflops = 0, memory_gbps = 0;
+  bool operator==(const HostHealthEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HostHealthEvent, source, host, agent, healthy, check, reason, gemm_gflops, memory_gbps)
+
+struct HangRank {  // hang_diagnosed.ranks: where each member was
+  int rank = -1;
+  std::string worker, host;
+  int64_t collective_seq = -1;  // the collective it entered last (-1: none yet)
+  std::string collective_kind;
+  bool in_collective = false;
+  double silent_seconds = 0;    // since its last progress report
+  bool operator==(const HangRank&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HangRank, rank, worker, host, collective_seq, collective_kind, in_collective, silent_seconds)
+
+// A generation declared hung, or a member reporting a collective timeout: the ranks by
+// the last collective each entered, and the one(s) behind (silent, or at an earlier
+// collective than the rest) with their hosts.
+struct HangDiagnosedEvent {
+  static constexpr std::string_view kName = "hang_diagnosed";
+  std::string source = "controller";
+  int64_t generation = -1;
+  std::string trigger;              // silent_rank | collective_timeout | stalled
+  std::vector<int> behind;          // ranks
+  std::vector<std::string> hosts;   // their hosts, in the same order
+  std::vector<HangRank> ranks;      // every member, by rank
+  std::string reason;
+  bool operator==(const HangDiagnosedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HangDiagnosedEvent, source, generation, trigger, behind, hosts, ranks, reason)
+
 // A member of a generation that ended other than by completing or stopping: the fields
 // of every worker_* and host_lost event. The exit fields are there when its process
 // exited (worker_failed, worker_hung, worker_terminated, and worker_preempted by exit).
@@ -364,6 +455,8 @@ using AnyEvent =
     std::variant<JobSubmittedEvent, ControllerResumedEvent, JobStateEvent, GenerationStartedEvent,
                  GenerationFirstStepEvent, GenerationStalledEvent, GenerationFailedEvent, ResizeRequestedEvent,
                  StopRequestedEvent, StragglersKilledEvent, HostCooldownEvent, CooldownOverriddenEvent,
+                 StragglerDetectedEvent, StragglerClearedEvent, HostExcludedEvent, HostHealthEvent,
+                 HangDiagnosedEvent,
                  WorkerErrorEvent, WorkerAbortedEvent, WorkerPreemptedEvent, WorkerHungEvent, WorkerTerminatedEvent,
                  WorkerFailedEvent, HostLostEvent, StateRestoredEvent, MemoryRestoredEvent, PeerRestoreAbandonedEvent,
                  StepLineRecoveredEvent, StepsRedoneEvent, CheckpointSavedEvent, CheckpointFailedEvent,

@@ -13,6 +13,8 @@
 //   elastrain/reports/<id>      AgentReport: the agent's workers (leased likewise)
 //   elastrain/commands/<id>/<n> AgentCommand for agent <id> (deleted once carried out)
 //   elastrain/rdzv/<job>/...    Gloo rendezvous keys of the workers (cluster mode)
+//   elastrain/health/<host>     HealthRecord: the host's last health check (not leased:
+//                               it outlives the agent and a head restart; it expires)
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,8 @@ inline std::string ReportsPrefix() { return kRoot + "reports/"; }
 inline std::string Report(const std::string& id) { return ReportsPrefix() + id; }
 inline std::string CommandPrefix(const std::string& agent) { return kRoot + "commands/" + agent + "/"; }
 inline std::string Rendezvous(const std::string& job_id) { return kRoot + "rdzv/" + job_id; }
+inline std::string HealthPrefix() { return kRoot + "health/"; }
+inline std::string Health(const std::string& host) { return HealthPrefix() + host; }
 }  // namespace keys
 
 
@@ -70,6 +74,23 @@ struct AgentInfo {
   int pid = 0;
   double started_at = 0;
   bool preempting = false;   // got a preemption notice: its workers are leaving
+};
+
+// A host's last health check (issue 32), written by its agent at registration, before
+// re-admission after a cool-down, and periodically while it is idle. The controller never
+// plans a host whose record says unhealthy and has not expired; an expired record counts
+// as no check at all. Read as hostile input: a record that does not load is refused with
+// a logged reason (and the host is treated as unchecked, not as healthy).
+struct HealthRecord {
+  std::string host;
+  std::string agent;          // the agent that ran the check
+  bool healthy = false;
+  std::string check;          // "builtin" or the --health-check command
+  std::string reason;         // why it failed (the command's output), "" when healthy
+  double checked_at = 0;      // wall seconds
+  double expires_at = 0;      // wall seconds; after it the record means nothing
+  double gemm_gflops = 0;     // the built-in probe's figures (0: not measured)
+  double memory_gbps = 0;
 };
 
 // A copy of one shard of a sharded generation's state that a worker holds in RAM (its
@@ -101,6 +122,17 @@ struct WorkerRecord {
   double last_progress = 0;  // when it last reported anything
   double last_step_time = 0; // when its last step completed
   int64_t checkpoint_step = -1;  // the newest checkpoint it committed as chief
+  // Step anatomy (issue 32): means over its last timed steps of `generation` (at most
+  // kAnatomyWindow of them), as the worker measured them. 0 when none is timed yet.
+  double compute_seconds = 0;  // per step: forward, backward, update, its own I/O
+  double wait_seconds = 0;     // per step: blocked in collectives (waiting for peers)
+  int64_t timed_steps = 0;     // how many steps those means cover
+  int64_t timed_until_step = -1;  // the last step they cover
+  // The collective it entered last in `generation` (any of its groups), from its last
+  // progress tick: a hang names the rank behind by these.
+  int64_t collective_seq = -1;   // collectives entered in `generation`, counted from 0
+  std::string collective_kind;   // allreduce | allgather | reduce_scatter | broadcast | barrier | exchange | connect
+  bool in_collective = false;    // it was still inside that collective
   // After a generation (idle) or at exit:
   GenerationOutcome outcome = GenerationOutcome::kNone;  // completed | stopped | failed | aborted
   int stop_reasons = 0;      // StopReason bits when stopped
@@ -112,6 +144,9 @@ struct WorkerRecord {
   double exit_time = 0;      // when the agent saw the exit
   std::string exit_desc;     // "worker rank 1 (pid 123) on host h was killed by signal 9 (SIGKILL)"
 };
+
+// How many steps a worker's reported step anatomy averages over.
+inline constexpr int kAnatomyWindow = 5;
 
 struct AgentReport {
   std::string agent;
@@ -175,10 +210,21 @@ struct JobControl {
 
 // Something an agent must do to one of its workers, or to itself.
 struct AgentCommand {
-  CommandAction action = CommandAction::kKill;  // kill | hang | host | terminate | hung (wire/worker_vocab.h)
-  std::string worker;        // empty for host
+  CommandAction action = CommandAction::kKill;  // kill | hang | host | terminate | hung | slow | unslow | check_health (wire/worker_vocab.h)
+  std::string worker;        // empty for host and check_health
   double requested_at = 0;
   std::string job_id;        // the job it is meant for; an agent ignores another job's
+  double factor = 0;         // slow: the worker runs `factor` x slower (> 1)
+  double seconds = 0;        // slow: for this long, then unslowed by its agent (0: until unslow)
+};
+
+// One rank's straggler tracking (elastic/straggler.h), persisted in the JobRecord.
+struct StragglerTrack {
+  int64_t generation = -1;
+  int64_t slow_since_step = -1;  // first step of the window where it turned slow (-1: not slow)
+  int64_t last_step = -1;        // the last window end it was judged at
+  bool detected = false;         // straggler_detected written, straggler_cleared not yet
+  double slowdown = 0;           // the last measured
 };
 
 // The controller's state, persisted after every decision (elastic/policy.h).
@@ -208,11 +254,20 @@ struct JobRecord {
   std::vector<std::string> noted;      // workers whose loss was logged in this generation
   std::map<std::string, std::vector<double>> host_failures;  // host -> failure times
   std::map<std::string, double> cooldown_until;              // host -> end of its cool-down
+  // Gray failures (elastic/straggler.h): per worker id, the straggler tracking of the
+  // current generation; hosts excluded for a gray failure wait in cooldown_until and are
+  // re-admitted only after a health check newer than their exclusion passes.
+  std::map<std::string, StragglerTrack> stragglers;
+  std::map<std::string, double> excluded_at;                 // host -> when it was excluded
+  std::map<std::string, bool> host_healthy;                  // host -> last health seen (for host_health events)
+  int64_t hang_diagnosed_gen = -1;     // generation whose hang was diagnosed (once each)
+  double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
 };
 
 // JSON text <-> records. Parse errors name the record and what is wrong.
 std::string ToJson(const JobSpec& v);
 std::string ToJson(const AgentInfo& v);
+std::string ToJson(const HealthRecord& v);
 std::string ToJson(const AgentReport& v);
 std::string ToJson(const Plan& v);
 std::string ToJson(const JobControl& v);
@@ -221,6 +276,7 @@ std::string ToJson(const AgentCommand& v);
 std::string ToJson(const JobRecord& v);
 Status FromJson(const std::string& text, JobSpec* v);
 Status FromJson(const std::string& text, AgentInfo* v);
+Status FromJson(const std::string& text, HealthRecord* v);
 Status FromJson(const std::string& text, AgentReport* v);
 Status FromJson(const std::string& text, Plan* v);
 Status FromJson(const std::string& text, JobControl* v);

@@ -19,9 +19,11 @@ ELASTRAIN_JSON_RECORD(AssignMessage, generation, rank, world, data, fsdp, tensor
 ELASTRAIN_JSON_RECORD(AbortMessage, generation)
 ELASTRAIN_JSON_RECORD(ReadyMessage, pid, state_step, peak_flops)
 ELASTRAIN_JSON_RECORD(StartedMessage, generation, rank, world)
-ELASTRAIN_JSON_RECORD(StepMessage, generation, step, start_step, loss, step_seconds, time)
+ELASTRAIN_JSON_RECORD(StepMessage, generation, step, start_step, loss, step_seconds, time, compute_seconds,
+                      wait_seconds)
 ELASTRAIN_JSON_RECORD(CheckpointMessage, step, time)
-ELASTRAIN_JSON_RECORD(ProgressMessage, generation, step, phase, time)
+ELASTRAIN_JSON_RECORD(ProgressMessage, generation, step, phase, time, collective_seq, collective_kind,
+                      in_collective)
 ELASTRAIN_JSON_RECORD(EndedMessage, generation, outcome, stop_reasons, start_step, step,
                                                 state_step, copies_generation, copies, leaving, error)
 ELASTRAIN_JSON_RECORD(FatalMessage, error)

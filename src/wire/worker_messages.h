@@ -96,6 +96,9 @@ struct StepMessage {
   double loss = 0;
   double step_seconds = 0;
   double time = 0;           // when it completed (wall seconds)
+  // The step's anatomy (issue 32): compute_seconds + wait_seconds <= step_seconds.
+  double compute_seconds = 0;  // forward, backward, update, its own I/O
+  double wait_seconds = 0;     // blocked in collectives
 };
 
 struct CheckpointMessage {
@@ -108,6 +111,10 @@ struct ProgressMessage {
   int64_t step = -1;
   TrainPhase phase = TrainPhase::kIdle;
   double time = 0;
+  // The collective it entered last in `generation` (WorkerRecord::collective_seq etc.).
+  int64_t collective_seq = -1;
+  std::string collective_kind;
+  bool in_collective = false;
 };
 
 struct EndedMessage {

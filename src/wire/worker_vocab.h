@@ -64,11 +64,15 @@ enum class RestoreKind { kCheckpoint, kMemory, kPeers };
 //   host:      the agent SIGKILLs itself, and so its workers (a lost host)
 //   terminate: SIGKILL a straggler the controller gave up on (exit kind ended)
 //   hung:      SIGKILL a worker that made no step progress (exit kind hung)
-enum class CommandAction { kKill, kHang, kHost, kTerminate, kHung };
+// slow/unslow: throttle a worker's CPU by AgentCommand::factor (chaos slow, issue 32);
+// check_health: run the host's health check now and write its HealthRecord (before a
+// host excluded for a gray failure is re-admitted).
+enum class CommandAction { kKill, kHang, kHost, kTerminate, kHung, kSlow, kUnslow, kCheckHealth };
 
-// kill, hang and host: what `elastrain chaos` may ask for.
+// kill, hang, host, slow and unslow: what `elastrain chaos` may ask for.
 inline bool IsChaosAction(CommandAction a) {
-  return a == CommandAction::kKill || a == CommandAction::kHang || a == CommandAction::kHost;
+  return a == CommandAction::kKill || a == CommandAction::kHang || a == CommandAction::kHost ||
+         a == CommandAction::kSlow || a == CommandAction::kUnslow;
 }
 
 // One table per enum: the words on the wire, and what a parse error lists. kNone's word
@@ -110,12 +114,15 @@ inline constexpr std::array<Choice<RestoreKind>, 3> kRestoreKindChoices = {{
     {"memory", RestoreKind::kMemory},
     {"peers", RestoreKind::kPeers},
 }};
-inline constexpr std::array<Choice<CommandAction>, 5> kCommandActionChoices = {{
+inline constexpr std::array<Choice<CommandAction>, 8> kCommandActionChoices = {{
     {"kill", CommandAction::kKill},
     {"hang", CommandAction::kHang},
     {"host", CommandAction::kHost},
     {"terminate", CommandAction::kTerminate},
     {"hung", CommandAction::kHung},
+    {"slow", CommandAction::kSlow},
+    {"unslow", CommandAction::kUnslow},
+    {"check_health", CommandAction::kCheckHealth},
 }};
 
 // The word of a value (its table's).

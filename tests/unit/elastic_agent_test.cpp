@@ -200,7 +200,7 @@ TEST_F(AgentMachineTest, ASilentWorkerIsKilledAsHung) {
   StartReady();
   const double t0 = now_;
   now_ = t0 + kHeartbeat - 1;
-  Feed(WorkerSaid{"a1-w1", ProgressMessage{-1, -1, TrainPhase::kIdle, now_}});  // w1 keeps talking
+  Feed(WorkerSaid{"a1-w1", ProgressMessage{-1, -1, TrainPhase::kIdle, now_, -1, {}, false}});  // w1 keeps talking
   EXPECT_TRUE(All<SignalWorker>(TickAt(t0 + kHeartbeat - 0.5)).empty());
   auto acts = TickAt(t0 + kHeartbeat + 0.5);
   EXPECT_EQ(Signals(acts, "a1-w0"), std::vector<int>{SIGKILL});
@@ -337,13 +337,13 @@ TEST_F(AgentMachineTest, PlanAssignsIdleWorkersAndKillsAStragglerAfterTheGrace) 
 
   for (double t = t1 + 5; t < t1 + kCollective + kStragglerSlackSeconds; t += 5) {
     now_ = t;
-    Feed(WorkerSaid{"a1-w1", ProgressMessage{0, 45, TrainPhase::kTrain, t}});
-    Feed(WorkerSaid{"a1-w0", ProgressMessage{1, -1, TrainPhase::kSetup, t}});
+    Feed(WorkerSaid{"a1-w1", ProgressMessage{0, 45, TrainPhase::kTrain, t, -1, {}, false}});
+    Feed(WorkerSaid{"a1-w0", ProgressMessage{1, -1, TrainPhase::kSetup, t, -1, {}, false}});
     EXPECT_TRUE(All<SignalWorker>(TickAt(t)).empty()) << "within the grace at +" << t - t1;
   }
   now_ = t1 + kCollective + kStragglerSlackSeconds + 1;
-  Feed(WorkerSaid{"a1-w1", ProgressMessage{0, 45, TrainPhase::kTrain, now_}});
-  Feed(WorkerSaid{"a1-w0", ProgressMessage{1, 46, TrainPhase::kTrain, now_}});
+  Feed(WorkerSaid{"a1-w1", ProgressMessage{0, 45, TrainPhase::kTrain, now_, -1, {}, false}});
+  Feed(WorkerSaid{"a1-w0", ProgressMessage{1, 46, TrainPhase::kTrain, now_, -1, {}, false}});
   acts = TickAt(now_);
   EXPECT_EQ(Signals(acts, "a1-w1"), std::vector<int>{SIGKILL});
   EXPECT_TRUE(Signals(acts, "a1-w0").empty());
@@ -359,8 +359,8 @@ TEST_F(AgentMachineTest, AMemberStuckInTheOldGenerationIsHung) {
   Feed(PlanSeen{MakePlan(1, {"a1-w0", "a1-w1"})});
   Feed(WorkerSaid{"a1-w0", StartedMessage{0, 0, 2}});  // late news: still generation 0
   now_ += kCollective + kStragglerSlackSeconds + 1;
-  Feed(WorkerSaid{"a1-w0", ProgressMessage{0, 3, TrainPhase::kTrain, now_}});
-  Feed(WorkerSaid{"a1-w1", ProgressMessage{1, 3, TrainPhase::kTrain, now_}});
+  Feed(WorkerSaid{"a1-w0", ProgressMessage{0, 3, TrainPhase::kTrain, now_, -1, {}, false}});
+  Feed(WorkerSaid{"a1-w1", ProgressMessage{1, 3, TrainPhase::kTrain, now_, -1, {}, false}});
   EXPECT_EQ(Signals(TickAt(now_), "a1-w0"), std::vector<int>{SIGKILL});
   Feed(WorkerExited{"a1-w0", Signal(SIGKILL)});
   EXPECT_EQ(W("a1-w0").exit_kind, ExitKind::kHung) << "a member of generation 1 that never joined it";

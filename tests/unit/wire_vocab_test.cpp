@@ -44,7 +44,8 @@ TEST(WireVocab, EveryWordRoundTrips) {
                                      ExitKind::kEnded, ExitKind::kSuccess});
   ExpectRoundTrip(kRestoreKindChoices, {RestoreKind::kCheckpoint, RestoreKind::kMemory, RestoreKind::kPeers});
   ExpectRoundTrip(kCommandActionChoices, {CommandAction::kKill, CommandAction::kHang, CommandAction::kHost,
-                                          CommandAction::kTerminate, CommandAction::kHung});
+                                          CommandAction::kTerminate, CommandAction::kHung, CommandAction::kSlow,
+                                          CommandAction::kUnslow, CommandAction::kCheckHealth});
 }
 
 TEST(WireVocab, EveryJobStateRoundTrips) {
@@ -77,7 +78,7 @@ TEST(WireVocab, EveryTableRefusesAnUnknownWordWithItsList) {
   EXPECT_EQ(msg(Parse<ExitKind>("crash")), "exit kind 'crash': expected one of failure, preempted, hung, ended, success");
   EXPECT_EQ(msg(Parse<RestoreKind>("disk")), "restore kind 'disk': expected one of checkpoint, memory, peers");
   EXPECT_EQ(msg(Parse<CommandAction>("explode")),
-            "command action 'explode': expected one of kill, hang, host, terminate, hung");
+            "command action 'explode': expected one of kill, hang, host, terminate, hung, slow, unslow, check_health");
   auto js = ParseJobState("running");
   EXPECT_EQ(js.status().code(), StatusCode::kCorruption);
   EXPECT_EQ(msg(js), "job state 'running': expected one of PENDING, RUNNING, RECOVERING, RESIZING, "
@@ -128,7 +129,12 @@ TEST(WireVocab, RecordsKeepTheirStrings) {
   EXPECT_NE(st.message().find("sleeping"), std::string::npos) << st.message();
 
   AgentCommand c{CommandAction::kHung, "a1-w0", 5, "job1"};
-  EXPECT_EQ(ToJson(c), R"({"action":"hung","job_id":"job1","requested_at":5.0,"worker":"a1-w0"})");
+  EXPECT_EQ(ToJson(c),
+            R"({"action":"hung","factor":0.0,"job_id":"job1","requested_at":5.0,"seconds":0.0,"worker":"a1-w0"})");
+  // slow's factor and seconds (issue 32) are new: an older writer's command still loads.
+  AgentCommand old_command;
+  ASSERT_TRUE(FromJson(R"({"action":"kill","job_id":"job1","requested_at":5.0,"worker":"a1-w0"})", &old_command).ok());
+  EXPECT_EQ(old_command.factor, 0);
   Plan p;
   p.restore.kind = RestoreKind::kMemory;
   EXPECT_NE(ToJson(p).find(R"("kind":"memory")"), std::string::npos);
@@ -146,8 +152,14 @@ TEST(WireMessages, JsonIsTheSameAsBefore) {
   WorkerMessage old;
   ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"pid":42,"state_step":9,"type":"ready"})"), &old).ok());
   EXPECT_EQ(std::get<ReadyMessage>(old).peak_flops, 0);
-  EXPECT_EQ(ToJson(WorkerMessage(ProgressMessage{2, 5, TrainPhase::kEval, 1.5})).dump(),
-            R"({"generation":2,"phase":"eval","step":5,"time":1.5,"type":"progress"})");
+  EXPECT_EQ(ToJson(WorkerMessage(ProgressMessage{2, 5, TrainPhase::kEval, 1.5, -1, {}, false})).dump(),
+            R"({"collective_kind":"","collective_seq":-1,"generation":2,"in_collective":false,"phase":"eval",)"
+            R"("step":5,"time":1.5,"type":"progress"})");
+  // progress gained the last collective entered (issue 32); an older writer's tick still loads.
+  WorkerMessage old_tick;
+  ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"generation":2,"phase":"eval","step":5,"time":1.5,"type":"progress"})"),
+                       &old_tick).ok());
+  EXPECT_EQ(std::get<ProgressMessage>(old_tick).collective_seq, -1);
   EndedMessage e;
   e.generation = 4;
   e.outcome = GenerationOutcome::kAborted;
