@@ -127,8 +127,9 @@ class Agent::Impl {
   void Do(const SlowWorker& a);
   void Do(const UnslowWorker& a);
   void Do(const CheckHostHealth&);
-  // Chaos slow's throttles that ran out of time are undone.
+  // Chaos slow: throttles whose calibration ended start, those that ran out of time end.
   void ExpireThrottles();
+  void LogSlowed(const std::string& worker);
   void Do(const Finish& a) { end_ = a.end; }
 
   Agent* a_;
@@ -214,17 +215,22 @@ void Agent::Impl::Do(const SignalWorker& a) {
 void Agent::Impl::Do(const SlowWorker& a) {
   if (!procs_.count(a.worker) || a.pid <= 0) return;
   Status st = throttles_.Slow(a.worker, a.pid, a.factor, a.threads, a.seconds, WallSeconds());
-  if (!st.ok()) {
-    LOG_WARN("agent {}: chaos slow of worker {} (pid {}) failed: {}", opt_.id, a.worker, a.pid, st.message());
-    return;
-  }
-  const CpuThrottle* t = throttles_.Of(a.worker);
-  LOG_WARN("agent {}: chaos slow: worker {} (pid {}) at 1/{} of {} CPU(s){}: {}", opt_.id, a.worker, a.pid, a.factor,
-           a.threads, a.seconds > 0 ? fmt::format(" for {}s", a.seconds) : std::string(), t ? t->Describe() : "");
+  if (!st.ok()) LOG_WARN("agent {}: chaos slow of worker {} (pid {}) failed: {}", opt_.id, a.worker, a.pid, st.message());
+  else if (throttles_.Pending(a.worker))
+    LOG_INFO("agent {}: chaos slow: measuring the CPU share of worker {} (pid {}) for {}s", opt_.id, a.worker, a.pid,
+             kCalibrationSeconds);
+  else LogSlowed(a.worker);
+}
+
+void Agent::Impl::LogSlowed(const std::string& worker) {
+  const CpuThrottle* t = throttles_.Of(worker);
+  if (t == nullptr) return;
+  LOG_WARN("agent {}: chaos slow: worker {} (pid {}) at 1/{} of {:.2f} CPU(s): {}", opt_.id, worker, t->pid(),
+           t->factor(), t->cpus(), t->Describe());
 }
 
 void Agent::Impl::Do(const UnslowWorker& a) {
-  const bool was = throttles_.Of(a.worker) != nullptr;
+  const bool was = throttles_.Of(a.worker) != nullptr || throttles_.Pending(a.worker);
   Status st = throttles_.Unslow(a.worker);
   if (!st.ok()) LOG_WARN("agent {}: chaos unslow of worker {}: {}", opt_.id, a.worker, st.message());
   else if (was) LOG_WARN("agent {}: chaos unslow: worker {} runs at full speed again", opt_.id, a.worker);
@@ -235,7 +241,10 @@ void Agent::Impl::Do(const CheckHostHealth&) {
 }
 
 void Agent::Impl::ExpireThrottles() {
-  for (const std::string& w : throttles_.ExpireDue(WallSeconds()))
+  const WorkerThrottles::TickResult r = throttles_.Tick(WallSeconds());
+  for (const std::string& w : r.started) LogSlowed(w);
+  for (const auto& [w, why] : r.failed) LOG_WARN("agent {}: chaos slow of worker {} failed: {}", opt_.id, w, why);
+  for (const std::string& w : r.expired)
     LOG_WARN("agent {}: chaos slow of worker {} ran its time: at full speed again", opt_.id, w);
 }
 

@@ -85,9 +85,42 @@ int SignalTarget(pid_t pid) { return ::getpgid(pid) == pid ? -pid : pid; }
 
 const char* Name(ThrottleMechanism m) { return m == ThrottleMechanism::kCgroup ? "cgroup" : "stop/continue"; }
 
-int64_t CfsQuotaUs(int64_t period_us, int cpus, double factor) {
-  const double q = static_cast<double>(period_us) * std::max(1, cpus) / std::max(1.0, factor);
+int64_t CfsQuotaUs(int64_t period_us, double cpus, double factor) {
+  const double q = static_cast<double>(period_us) * std::max(0.0, cpus) / std::max(1.0, factor);
   return std::max<int64_t>(kMinCfsQuotaUs, static_cast<int64_t>(std::llround(q)));
+}
+
+Result<SchedSample> GroupSchedSample(pid_t pid) {
+  std::vector<pid_t> members = ::getpgid(pid) == pid ? ProcessGroupMembers(pid) : std::vector<pid_t>{};
+  if (std::find(members.begin(), members.end(), pid) == members.end()) members.push_back(pid);
+  SchedSample s;
+  bool any = false;
+  for (pid_t p : members) {
+    const std::string tasks = fmt::format("/proc/{}/task", p);
+    DIR* d = ::opendir(tasks.c_str());
+    if (d == nullptr) continue;
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      auto text = ReadText(tasks + "/" + e->d_name + "/schedstat");
+      if (!text.ok()) continue;
+      std::istringstream in(text.value());
+      double on_ns = 0, wait_ns = 0;
+      if (!(in >> on_ns >> wait_ns)) continue;
+      s.on_cpu_seconds += on_ns * 1e-9;
+      s.runnable_seconds += wait_ns * 1e-9;
+      any = true;
+    }
+    ::closedir(d);
+  }
+  if (!any) return Status::NotFound(fmt::format("/proc/{}/task/*/schedstat: none readable (gone, or no schedstat)", pid));
+  return s;
+}
+
+double RunnableShare(const SchedSample& before, const SchedSample& after) {
+  const double on = after.on_cpu_seconds - before.on_cpu_seconds;
+  const double queued = after.runnable_seconds - before.runnable_seconds;
+  if (!(on > 1e-3) || !(queued >= 0)) return 1;  // too little to tell (or a thread exited)
+  return std::clamp(on / (on + queued), 0.01, 1.0);
 }
 
 Result<std::string> CpuCgroupOf(pid_t pid) {
@@ -128,15 +161,16 @@ std::vector<pid_t> ProcessGroupMembers(pid_t pgid) {
   return out;
 }
 
-Result<std::unique_ptr<CpuThrottle>> CpuThrottle::Start(pid_t pid, double factor, int cpus,
+Result<std::unique_ptr<CpuThrottle>> CpuThrottle::Start(pid_t pid, double factor, double cpus,
                                                         const ThrottleOptions& opt) {
   if (!(factor > 1 && factor <= kMaxSlowFactor))
     return Status::InvalidArgument(fmt::format("slow factor {}: expected a number in (1, {}]", factor, kMaxSlowFactor));
-  if (cpus < 1) return Status::InvalidArgument(fmt::format("slow: cpus {}: expected at least 1", cpus));
+  if (!(cpus > 0)) return Status::InvalidArgument(fmt::format("slow: cpus {}: expected a positive number", cpus));
   if (pid <= 0 || ::kill(pid, 0) != 0)
     return Status::NotFound(fmt::format("slow: process {} does not run", pid));
   std::unique_ptr<CpuThrottle> t(new CpuThrottle(pid, factor));
-  Status cg = opt.cpu_root.empty() ? Status::FailedPrecondition("no cgroup root given") : t->StartCgroup(cpus, opt);
+  t->cpus_ = cpus;
+  Status cg = opt.cpu_root.empty() ? Status::FailedPrecondition("no cgroup root given") : t->StartCgroup(opt);
   if (cg.ok()) {
     t->mechanism_ = ThrottleMechanism::kCgroup;
     return t;
@@ -152,7 +186,7 @@ CpuThrottle::~CpuThrottle() {
   if (!st.ok()) LOG_WARN("unslowing process {}: {}", pid_, st.message());
 }
 
-Status CpuThrottle::StartCgroup(int cpus, const ThrottleOptions& opt) {
+Status CpuThrottle::StartCgroup(const ThrottleOptions& opt) {
   if (::access((opt.cpu_root + "/cgroup.procs").c_str(), W_OK) != 0)
     return Status::FailedPrecondition(
         fmt::format("{}/cgroup.procs: not writable ({}): no cgroup v1 cpu controller to use", opt.cpu_root, Errno()));
@@ -171,7 +205,7 @@ Status CpuThrottle::StartCgroup(int cpus, const ThrottleOptions& opt) {
     if (period_us_ <= 0)
       return Status::Corruption(fmt::format("{}/cpu.cfs_period_us: '{}': expected a positive number", cgroup_dir_,
                                             period.substr(0, 20)));
-    quota_us_ = CfsQuotaUs(period_us_, cpus, factor_);
+    quota_us_ = CfsQuotaUs(period_us_, cpus_, factor_);
     ELASTRAIN_RETURN_IF_ERROR(WriteText(cgroup_dir_ + "/cpu.cfs_quota_us", std::to_string(quota_us_)));
     std::vector<pid_t> members = ::getpgid(pid_) == pid_ ? ProcessGroupMembers(pid_) : std::vector<pid_t>{};
     if (std::find(members.begin(), members.end(), pid_) == members.end()) members.push_back(pid_);
@@ -240,7 +274,8 @@ Status CpuThrottle::Stop() {
 
 std::string CpuThrottle::Describe() const {
   if (mechanism_ == ThrottleMechanism::kCgroup)
-    return fmt::format("cgroup {} (cpu.cfs_quota_us {} of period {})", cgroup_dir_, quota_us_, period_us_);
+    return fmt::format("cgroup {} (cpu.cfs_quota_us {} of period {}: {:.2f} CPU / {})", cgroup_dir_, quota_us_,
+                       period_us_, cpus_, factor_);
   return fmt::format("stop/continue duty cycle 1/{:.3g} (no cgroup: {})", factor_, why_not_cgroup_);
 }
 
@@ -265,18 +300,32 @@ int SweepStaleThrottleCgroups(const std::string& parent_dir) {
 }
 
 // ---------------------------------------------------------------- WorkerThrottles
-Status WorkerThrottles::Slow(const std::string& worker, pid_t pid, double factor, int cpus, double seconds,
+Status WorkerThrottles::Slow(const std::string& worker, pid_t pid, double factor, int threads, double seconds,
                              double now) {
+  if (!(factor > 1 && factor <= kMaxSlowFactor))
+    return Status::InvalidArgument(fmt::format("slow factor {}: expected a number in (1, {}]", factor, kMaxSlowFactor));
   if (!(seconds >= 0 && seconds <= kMaxSlowSeconds))
     return Status::InvalidArgument(fmt::format("slow seconds {}: expected 0 (until unslowed) to {}", seconds,
                                                kMaxSlowSeconds));
+  if (pid <= 0 || ::kill(pid, 0) != 0) return Status::NotFound(fmt::format("slow: process {} does not run", pid));
   ELASTRAIN_RETURN_IF_ERROR(Unslow(worker));  // a second slow replaces the first
-  ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CpuThrottle> t, CpuThrottle::Start(pid, factor, cpus, opt_));
-  throttles_[worker] = Entry{std::move(t), seconds > 0 ? now + seconds : 0};
+  PendingSlow p{pid, factor, seconds, std::max(1, threads), now, std::nullopt};
+  // The duty cycle slows whatever share it gets: only a quota needs the share measured.
+  if (opt_.calibration_seconds <= 0 || opt_.cpu_root.empty()) return Start(worker, p, 1, now);
+  if (auto s = GroupSchedSample(pid); s.ok()) p.sample = s.value();
+  pending_[worker] = p;
+  return Status::OK();
+}
+
+Status WorkerThrottles::Start(const std::string& worker, const PendingSlow& p, double share, double now) {
+  ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<CpuThrottle> t,
+                             CpuThrottle::Start(p.pid, p.factor, p.threads * share, opt_));
+  throttles_[worker] = Entry{std::move(t), p.seconds > 0 ? now + p.seconds : 0};
   return Status::OK();
 }
 
 Status WorkerThrottles::Unslow(const std::string& worker) {
+  pending_.erase(worker);
   auto it = throttles_.find(worker);
   if (it == throttles_.end()) return Status::OK();
   Status st = it->second.throttle->Stop();
@@ -284,18 +333,33 @@ Status WorkerThrottles::Unslow(const std::string& worker) {
   return st;
 }
 
-std::vector<std::string> WorkerThrottles::ExpireDue(double now) {
-  std::vector<std::string> due;
+WorkerThrottles::TickResult WorkerThrottles::Tick(double now) {
+  TickResult r;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (now - it->second.since < opt_.calibration_seconds) {
+      ++it;
+      continue;
+    }
+    const PendingSlow p = it->second;
+    const std::string worker = it->first;
+    it = pending_.erase(it);
+    double share = 1;
+    if (p.sample)
+      if (auto after = GroupSchedSample(p.pid); after.ok()) share = RunnableShare(*p.sample, after.value());
+    if (Status st = Start(worker, p, share, now); st.ok()) r.started.push_back(worker);
+    else r.failed.push_back({worker, st.message()});
+  }
   for (const auto& [id, e] : throttles_)
-    if (e.until > 0 && now >= e.until) due.push_back(id);
-  for (const std::string& id : due) {
+    if (e.until > 0 && now >= e.until) r.expired.push_back(id);
+  for (const std::string& id : r.expired) {
     Status st = Unslow(id);
     if (!st.ok()) LOG_WARN("unslowing worker {}: {}", id, st.message());
   }
-  return due;
+  return r;
 }
 
 void WorkerThrottles::StopAll() {
+  pending_.clear();
   for (auto& [id, e] : throttles_) {
     Status st = e.throttle->Stop();
     if (!st.ok()) LOG_WARN("unslowing worker {}: {}", id, st.message());

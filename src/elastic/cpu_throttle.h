@@ -5,12 +5,22 @@
 //  1. cgroup v1's cpu controller (mounted at /sys/fs/cgroup/cpu here and in CI): a child
 //     cgroup `elastrain-throttle-<pid>` of the cgroup the worker is in, with
 //       cpu.cfs_quota_us = cpu.cfs_period_us * cpus / factor
-//     where `cpus` is the CPU the worker had: its compute threads (threads_per_worker, or
-//     the host's cores shared among the agent's slots). Every process of the worker's
-//     process group is moved in (writing a pid to cgroup.procs moves its whole thread
-//     group in v1); processes it starts later inherit the cgroup. On an oversubscribed
-//     host (more runnable threads than cores) a worker never had `cpus` whole cores, so
-//     the slowdown it sees is smaller than `factor`: measure it from its step times.
+//     where `cpus` is the CPU the worker had. Every process of the worker's process group
+//     is moved in (writing a pid to cgroup.procs moves its whole thread group in v1);
+//     processes it starts later inherit the cgroup.
+//     The CPU it had (WorkerThrottles, below): its compute threads (threads_per_worker,
+//     or the host's cores shared among the agent's slots) times the share of the CPU its
+//     threads got while they were runnable, measured over kCalibrationSeconds before the
+//     throttle from /proc/<pid>/task/*/schedstat (time on a CPU / (that + time waiting
+//     on a run queue); time asleep, e.g. blocked waiting for peers, counts in neither).
+//     On an idle host the share is 1 and cpus = threads; on a host with twice as many
+//     runnable threads as cores it is about 1/2, and a quota of threads / factor would
+//     not bind at all. Measured on this 2-core machine, 2 workers of `small` (1 thread
+//     each), rank 1 slowed 2x, the job's step time over 20 s before, during and after:
+//     quota = threads / 2 at load 16: 0.92x (no slowdown); with the measured share (0.45)
+//     at load 9-11: 1.86x. Without schedstat the share is taken as 1.
+//     The quota is fixed when the throttle starts: when the host's load changes later,
+//     the slowdown the worker sees changes with it. Measure it from its step times.
 //  2. where no cgroup can be made (no controller, no permission), a stop/continue duty
 //     cycle: a thread sends SIGCONT, lets the group run period / factor, sends SIGSTOP,
 //     waits the rest of the period (kDutyPeriodSeconds), and ends with SIGCONT. (It
@@ -29,6 +39,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,19 +55,33 @@ inline constexpr char kCpuCgroupRoot[] = "/sys/fs/cgroup/cpu";
 inline constexpr double kDutyPeriodSeconds = 0.1;
 // The smallest quota cgroup v1 accepts.
 inline constexpr int64_t kMinCfsQuotaUs = 1000;
+// How long WorkerThrottles measures a worker's CPU share before throttling it.
+inline constexpr double kCalibrationSeconds = 0.5;
 // Names of the child cgroups: this prefix and the worker's pid.
 inline constexpr char kThrottleCgroupPrefix[] = "elastrain-throttle-";
 
 struct ThrottleOptions {
   std::string cpu_root = kCpuCgroupRoot;  // the cpu controller's mount; "" : never a cgroup
   double duty_period_seconds = kDutyPeriodSeconds;
+  double calibration_seconds = kCalibrationSeconds;  // 0: cpus = threads, at once
 };
 
 enum class ThrottleMechanism { kCgroup, kStopContinue };
 const char* Name(ThrottleMechanism m);
 
 // quota = period * cpus / factor, at least kMinCfsQuotaUs.
-int64_t CfsQuotaUs(int64_t period_us, int cpus, double factor);
+int64_t CfsQuotaUs(int64_t period_us, double cpus, double factor);
+
+// Scheduler time of a process group's threads (/proc/<pid>/task/*/schedstat), summed.
+struct SchedSample {
+  double on_cpu_seconds = 0;    // running
+  double runnable_seconds = 0;  // waiting on a run queue for a CPU
+};
+// NotFound when the process is gone or the kernel keeps no schedstat.
+Result<SchedSample> GroupSchedSample(pid_t pid);
+// The share of a CPU the threads got while runnable between two samples, in (0, 1]; 1
+// when they ran too little to tell.
+double RunnableShare(const SchedSample& before, const SchedSample& after);
 
 // The cpu controller's cgroup of `pid` ("/", "/a/b"), from /proc/<pid>/cgroup; NotFound
 // when it has no v1 cpu line.
@@ -67,10 +92,10 @@ std::vector<pid_t> ProcessGroupMembers(pid_t pgid);
 class CpuThrottle {
  public:
   // Slows `pid` (and the rest of its process group, when it leads one) to cpus / factor
-  // CPUs. `factor` in (1, kMaxSlowFactor], `cpus` >= 1 (InvalidArgument otherwise);
+  // CPUs. `factor` in (1, kMaxSlowFactor], `cpus` > 0 (InvalidArgument otherwise);
   // NotFound when the process is gone. A cgroup that cannot be made is not an error:
   // the stop/continue cycle runs instead (`why_not_cgroup()` says why).
-  static Result<std::unique_ptr<CpuThrottle>> Start(pid_t pid, double factor, int cpus,
+  static Result<std::unique_ptr<CpuThrottle>> Start(pid_t pid, double factor, double cpus,
                                                     const ThrottleOptions& opt = {});
   ~CpuThrottle();  // Stop(), its error logged
   CpuThrottle(const CpuThrottle&) = delete;
@@ -83,6 +108,7 @@ class CpuThrottle {
   ThrottleMechanism mechanism() const { return mechanism_; }
   pid_t pid() const { return pid_; }
   double factor() const { return factor_; }
+  double cpus() const { return cpus_; }
   const std::string& cgroup_dir() const { return cgroup_dir_; }  // "" : stop/continue
   int64_t quota_us() const { return quota_us_; }                  // 0 : stop/continue
   const std::string& why_not_cgroup() const { return why_not_cgroup_; }
@@ -90,7 +116,7 @@ class CpuThrottle {
 
  private:
   CpuThrottle(pid_t pid, double factor) : pid_(pid), factor_(factor) {}
-  Status StartCgroup(int cpus, const ThrottleOptions& opt);
+  Status StartCgroup(const ThrottleOptions& opt);
   Status StopCgroup();
   void StartDutyCycle(double period_seconds);
   void StopDutyCycle();
@@ -98,6 +124,7 @@ class CpuThrottle {
 
   pid_t pid_ = 0;
   double factor_ = 1;
+  double cpus_ = 1;
   ThrottleMechanism mechanism_ = ThrottleMechanism::kStopContinue;
   bool stopped_ = false;
   std::string cgroup_dir_, parent_dir_;
@@ -113,30 +140,48 @@ class CpuThrottle {
 // no process and whose <pid> is gone (left by an agent that was killed): how many.
 int SweepStaleThrottleCgroups(const std::string& parent_dir);
 
-// The throttles of an agent's workers, by worker id, with their expiry.
+// The throttles of an agent's workers, by worker id, with their expiry. A slow first
+// measures the worker's CPU share for calibration_seconds (see the top), then throttles:
+// Tick does both, so the agent's loop never blocks on it.
 class WorkerThrottles {
  public:
   explicit WorkerThrottles(ThrottleOptions opt = {}) : opt_(std::move(opt)) {}
   ~WorkerThrottles() { StopAll(); }
 
-  // Throttles `worker` (replacing a throttle it had). seconds > 0: ExpireDue unslows it
-  // once `now` passes now + seconds.
-  Status Slow(const std::string& worker, pid_t pid, double factor, int cpus, double seconds, double now);
-  // Unslows `worker`; OK when it was not slowed.
+  // Slows `worker` to 1/factor of the CPU it has, at most `threads` cores (replacing a
+  // slow it had): at once when calibration_seconds is 0, else at the first Tick
+  // calibration_seconds after `now`. seconds > 0: unslowed `seconds` after it starts.
+  // InvalidArgument for a factor or seconds out of range, NotFound when it is gone.
+  Status Slow(const std::string& worker, pid_t pid, double factor, int threads, double seconds, double now);
+  // Unslows `worker` (or drops its pending slow); OK when it was not slowed.
   Status Unslow(const std::string& worker);
-  // Unslows the workers whose time ran out; their ids.
-  std::vector<std::string> ExpireDue(double now);
+  struct TickResult {
+    std::vector<std::string> started;             // throttled now (Of() describes them)
+    std::vector<std::pair<std::string, std::string>> failed;  // worker, why
+    std::vector<std::string> expired;             // unslowed: their seconds ran out
+  };
+  TickResult Tick(double now);
   void StopAll();
-  const CpuThrottle* Of(const std::string& worker) const;
-  size_t size() const { return throttles_.size(); }
+  const CpuThrottle* Of(const std::string& worker) const;  // null while pending
+  bool Pending(const std::string& worker) const { return pending_.count(worker) > 0; }
+  size_t size() const { return throttles_.size() + pending_.size(); }
 
  private:
   struct Entry {
     std::unique_ptr<CpuThrottle> throttle;
     double until = 0;  // 0: until unslowed
   };
+  struct PendingSlow {
+    pid_t pid = 0;
+    double factor = 0, seconds = 0;
+    int threads = 1;
+    double since = 0;
+    std::optional<SchedSample> sample;  // none: no schedstat, the share is taken as 1
+  };
+  Status Start(const std::string& worker, const PendingSlow& p, double share, double now);
   ThrottleOptions opt_;
   std::map<std::string, Entry> throttles_;
+  std::map<std::string, PendingSlow> pending_;
 };
 
 }  // namespace elastrain

@@ -99,6 +99,15 @@ TEST(CpuThrottle, QuotaIsThePeriodTimesTheThreadsOverTheFactor) {
   EXPECT_EQ(CfsQuotaUs(100000, 1, 1.5), 66667);
   EXPECT_EQ(CfsQuotaUs(100000, 1, 100), 1000);
   EXPECT_EQ(CfsQuotaUs(10000, 1, 100), kMinCfsQuotaUs) << "cgroup v1 refuses a quota under 1 ms";
+  EXPECT_EQ(CfsQuotaUs(100000, 0.5, 2), 25000) << "half a core had, half of that left";
+}
+
+TEST(CpuThrottle, TheRunnableShareIsTimeOnACpuOverThatAndTimeQueued) {
+  EXPECT_DOUBLE_EQ(RunnableShare({1, 1}, {2, 1}), 1.0) << "never queued: a whole CPU";
+  EXPECT_DOUBLE_EQ(RunnableShare({1, 1}, {2, 2}), 0.5) << "queued as long as it ran";
+  EXPECT_DOUBLE_EQ(RunnableShare({1, 1}, {1, 3}), 1.0) << "did not run: too little to tell";
+  EXPECT_DOUBLE_EQ(RunnableShare({1, 1}, {1.5, 0}), 1.0) << "a thread that exited took its time with it";
+  EXPECT_DOUBLE_EQ(RunnableShare({0, 0}, {0.01, 100}), 0.01) << "at least 1%";
 }
 
 TEST(CpuThrottle, RefusesABadFactorAndAProcessThatIsGone) {
@@ -206,15 +215,15 @@ TEST(WorkerThrottles, SecondsRunOutThenTheWorkerIsUnslowed) {
   opt.cpu_root = "";  // the cycle, on any host
   WorkerThrottles w(opt);
   ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 2, 1, 5, 100).ok());
-  ASSERT_NE(w.Of("a1-w0"), nullptr);
+  ASSERT_NE(w.Of("a1-w0"), nullptr) << "a duty cycle needs no calibration";
   EXPECT_DOUBLE_EQ(w.Of("a1-w0")->factor(), 2);
-  EXPECT_TRUE(w.ExpireDue(104.9).empty());
-  EXPECT_EQ(w.ExpireDue(105), std::vector<std::string>{"a1-w0"});
+  EXPECT_TRUE(w.Tick(104.9).expired.empty());
+  EXPECT_EQ(w.Tick(105).expired, std::vector<std::string>{"a1-w0"});
   EXPECT_EQ(w.Of("a1-w0"), nullptr);
   EXPECT_TRUE(Eventually([&] { return State(c.pid()) == 'R'; }));
 
   ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 3, 1, 0, 200).ok()) << "0 seconds: until unslowed";
-  EXPECT_TRUE(w.ExpireDue(1e12).empty());
+  EXPECT_TRUE(w.Tick(1e12).expired.empty());
   ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 4, 1, 0, 201).ok()) << "a second slow replaces the first";
   EXPECT_EQ(w.size(), 1u);
   EXPECT_DOUBLE_EQ(w.Of("a1-w0")->factor(), 4);
@@ -233,10 +242,42 @@ TEST(WorkerThrottles, DestroyedWithTheAgentTheyUndoEveryThrottle) {
     WorkerThrottles w;  // the real cgroup root where writable, else the cycle
     ASSERT_TRUE(w.Slow("w-a", a.pid(), 2, 1, 0, 0).ok());
     ASSERT_TRUE(w.Slow("w-b", b.pid(), 2, 1, 0, 0).ok());
+    EXPECT_EQ(w.Tick(kCalibrationSeconds).started.size(), CgroupWritable() ? 2u : 0u);
+    ASSERT_NE(w.Of("w-a"), nullptr);
     dir = w.Of("w-a")->cgroup_dir();
   }
   if (!dir.empty()) EXPECT_FALSE(Exists(dir));
   EXPECT_TRUE(Eventually([&] { return State(a.pid()) == 'R' && State(b.pid()) == 'R'; }));
+}
+
+TEST(WorkerThrottles, ACgroupQuotaIsCalibratedToTheShareTheWorkerHad) {
+  if (!CgroupWritable()) GTEST_SKIP() << kCpuCgroupRoot << " is not writable here";
+  BusyChild c;
+  WorkerThrottles w;  // the real root, calibration_seconds = kCalibrationSeconds
+  const double t0 = 1000;
+  ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 2, 1, 10, t0).ok());
+  EXPECT_TRUE(w.Pending("a1-w0"));
+  EXPECT_EQ(w.Of("a1-w0"), nullptr);
+  EXPECT_TRUE(w.Tick(t0 + kCalibrationSeconds / 2).started.empty()) << "still measuring";
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // some CPU time to measure (not asserted on)
+  auto r = w.Tick(t0 + kCalibrationSeconds);
+  ASSERT_EQ(r.started, std::vector<std::string>{"a1-w0"}) << (r.failed.empty() ? "" : r.failed[0].second);
+  const CpuThrottle* t = w.Of("a1-w0");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->mechanism(), ThrottleMechanism::kCgroup) << t->why_not_cgroup();
+  EXPECT_GT(t->cpus(), 0);
+  EXPECT_LE(t->cpus(), 1) << "at most its one thread's core";
+  const long period = std::stol(Slurp(t->cgroup_dir() + "/cpu.cfs_period_us"));
+  EXPECT_EQ(std::stol(Slurp(t->cgroup_dir() + "/cpu.cfs_quota_us")), CfsQuotaUs(period, t->cpus(), 2));
+  EXPECT_LE(t->quota_us(), period / 2);
+  const std::string dir = t->cgroup_dir();
+  EXPECT_EQ(w.Tick(t0 + kCalibrationSeconds + 10).expired, std::vector<std::string>{"a1-w0"}) << "10 s after it began";
+  EXPECT_FALSE(Exists(dir));
+
+  ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 2, 1, 0, t0).ok());
+  EXPECT_TRUE(w.Unslow("a1-w0").ok()) << "a pending slow is dropped";
+  EXPECT_TRUE(w.Tick(t0 + 100).started.empty());
+  EXPECT_EQ(w.size(), 0u);
 }
 
 // ---------------------------------------------------------------- the agent machine
