@@ -311,7 +311,9 @@ Status WorkerThrottles::Slow(const std::string& worker, pid_t pid, double factor
   ELASTRAIN_RETURN_IF_ERROR(Unslow(worker));  // a second slow replaces the first
   PendingSlow p{pid, factor, seconds, std::max(1, threads), now, std::nullopt};
   // The duty cycle slows whatever share it gets: only a quota needs the share measured.
-  if (opt_.calibration_seconds <= 0 || opt_.cpu_root.empty()) return Start(worker, p, 1, now);
+  if (opt_.calibration_seconds <= 0 || opt_.cpu_root.empty() ||
+      ::access((opt_.cpu_root + "/cgroup.procs").c_str(), W_OK) != 0)
+    return Start(worker, p, 1, now);
   if (auto s = GroupSchedSample(pid); s.ok()) p.sample = s.value();
   pending_[worker] = p;
   return Status::OK();

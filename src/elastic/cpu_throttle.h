@@ -149,7 +149,8 @@ class WorkerThrottles {
   ~WorkerThrottles() { StopAll(); }
 
   // Slows `worker` to 1/factor of the CPU it has, at most `threads` cores (replacing a
-  // slow it had): at once when calibration_seconds is 0, else at the first Tick
+  // slow it had): at once when calibration_seconds is 0 or no cgroup can be used (the
+  // duty cycle slows whatever share it gets), else at the first Tick
   // calibration_seconds after `now`. seconds > 0: unslowed `seconds` after it starts.
   // InvalidArgument for a factor or seconds out of range, NotFound when it is gone.
   Status Slow(const std::string& worker, pid_t pid, double factor, int threads, double seconds, double now);
