@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -76,6 +77,7 @@ class Controller::Impl {
   int64_t record_put_revision_ = 0;  // store revision of Apply's record write; 0: none
   EventLog events_;
   int64_t command_serial_ = 0;
+  std::set<std::string> warned_;  // Decision::warnings already logged
 };
 
 Status Controller::Impl::AcquireLeadership(const std::atomic<bool>& stop) {
@@ -172,6 +174,11 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
   for (const AnyEvent& e : d.events) {
     std::visit([this](const auto& x) { events_.Emit(x); }, e);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
+  }
+  // Warnings repeat while their cause lasts (a refused record, every tick): each once.
+  for (const std::string& w : d.warnings) {
+    if (warned_.size() > 1000) warned_.clear();
+    if (warned_.insert(w).second) LOG_WARN("job {}: {}", spec_.job_id, w);
   }
   record_put_revision_ = 0;
   record_ = d.record;

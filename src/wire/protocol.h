@@ -261,6 +261,7 @@ struct JobRecord {
   // re-admitted only after a health check newer than their exclusion passes.
   std::map<std::string, StragglerTrack> stragglers;
   std::map<std::string, double> excluded_at;                 // host -> when it was excluded
+  std::map<std::string, double> excluded_workers;            // worker id -> end of its exclusion (a slow rank on a shared host)
   std::map<std::string, bool> host_healthy;                  // host -> last health seen (for host_health events)
   int64_t hang_diagnosed_gen = -1;     // generation whose hang was diagnosed (once each)
   double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
