@@ -311,10 +311,12 @@ Status WorkerThrottles::Slow(const std::string& worker, pid_t pid, double factor
   ELASTRAIN_RETURN_IF_ERROR(Unslow(worker));  // a second slow replaces the first
   PendingSlow p{pid, factor, seconds, std::max(1, threads), now, std::nullopt};
   // The duty cycle slows whatever share it gets: only a quota needs the share measured.
-  if (opt_.calibration_seconds <= 0 || opt_.cpu_root.empty() ||
-      ::access((opt_.cpu_root + "/cgroup.procs").c_str(), W_OK) != 0)
+  if (opt_.cpu_root.empty() || ::access((opt_.cpu_root + "/cgroup.procs").c_str(), W_OK) != 0)
     return Start(worker, p, 1, now);
-  if (auto s = GroupSchedSample(pid); s.ok()) p.sample = s.value();
+  auto sample = GroupSchedSample(pid);
+  if (opt_.calibration_seconds <= 0)  // the share over the worker's life so far, at once
+    return Start(worker, p, sample.ok() ? RunnableShare(SchedSample{}, sample.value()) : 1, now);
+  if (sample.ok()) p.sample = sample.value();
   pending_[worker] = p;
   return Status::OK();
 }

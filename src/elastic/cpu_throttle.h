@@ -10,15 +10,18 @@
 //     processes it starts later inherit the cgroup.
 //     The CPU it had (WorkerThrottles, below): its compute threads (threads_per_worker,
 //     or the host's cores shared among the agent's slots) times the share of the CPU its
-//     threads got while they were runnable, measured over kCalibrationSeconds before the
-//     throttle from /proc/<pid>/task/*/schedstat (time on a CPU / (that + time waiting
-//     on a run queue); time asleep, e.g. blocked waiting for peers, counts in neither).
+//     threads got while they were runnable, from /proc/<pid>/task/*/schedstat (time on a
+//     CPU / (that + time waiting on a run queue); time asleep, e.g. blocked waiting for
+//     peers, counts in neither): over the worker's life so far, so that the throttle
+//     starts at once (ThrottleOptions::calibration_seconds > 0 measures over that window
+//     first instead, delaying the throttle by it: 0.5 s is ~15 steps of `tiny`).
 //     On an idle host the share is 1 and cpus = threads; on a host with twice as many
 //     runnable threads as cores it is about 1/2, and a quota of threads / factor would
 //     not bind at all. Measured on this 2-core machine, 2 workers of `small` (1 thread
 //     each), rank 1 slowed 2x, the job's step time over 20 s before, during and after:
-//     quota = threads / 2 at load 16: 0.92x (no slowdown); with the measured share (0.45)
-//     at load 9-11: 1.86x. Without schedstat the share is taken as 1.
+//     quota = threads / 2 at load 16: 0.92x (no slowdown); with the share measured over
+//     0.5 s (0.45) at load 9-11: 1.86x; with the share over the worker's life (0.42, the
+//     default) at load 7-8: 2.28x. Without schedstat the share is taken as 1.
 //     The quota is fixed when the throttle starts: when the host's load changes later,
 //     the slowdown the worker sees changes with it. Measure it from its step times.
 //  2. where no cgroup can be made (no controller, no permission), a stop/continue duty
@@ -55,7 +58,8 @@ inline constexpr char kCpuCgroupRoot[] = "/sys/fs/cgroup/cpu";
 inline constexpr double kDutyPeriodSeconds = 0.1;
 // The smallest quota cgroup v1 accepts.
 inline constexpr int64_t kMinCfsQuotaUs = 1000;
-// How long WorkerThrottles measures a worker's CPU share before throttling it.
+// A window WorkerThrottles may measure a worker's CPU share over before throttling it
+// (ThrottleOptions::calibration_seconds; the default, 0, takes its life so far).
 inline constexpr double kCalibrationSeconds = 0.5;
 // Names of the child cgroups: this prefix and the worker's pid.
 inline constexpr char kThrottleCgroupPrefix[] = "elastrain-throttle-";
@@ -63,7 +67,7 @@ inline constexpr char kThrottleCgroupPrefix[] = "elastrain-throttle-";
 struct ThrottleOptions {
   std::string cpu_root = kCpuCgroupRoot;  // the cpu controller's mount; "" : never a cgroup
   double duty_period_seconds = kDutyPeriodSeconds;
-  double calibration_seconds = kCalibrationSeconds;  // 0: cpus = threads, at once
+  double calibration_seconds = 0;  // 0: the share over the worker's life, at once; > 0: over this window first
 };
 
 enum class ThrottleMechanism { kCgroup, kStopContinue };
@@ -140,9 +144,9 @@ class CpuThrottle {
 // no process and whose <pid> is gone (left by an agent that was killed): how many.
 int SweepStaleThrottleCgroups(const std::string& parent_dir);
 
-// The throttles of an agent's workers, by worker id, with their expiry. A slow first
-// measures the worker's CPU share for calibration_seconds (see the top), then throttles:
-// Tick does both, so the agent's loop never blocks on it.
+// The throttles of an agent's workers, by worker id, with their expiry. With
+// calibration_seconds > 0 a slow first measures the worker's CPU share over that window
+// (see the top), then throttles: Tick does both, so the agent's loop never blocks on it.
 class WorkerThrottles {
  public:
   explicit WorkerThrottles(ThrottleOptions opt = {}) : opt_(std::move(opt)) {}

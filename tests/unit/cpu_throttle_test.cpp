@@ -242,7 +242,6 @@ TEST(WorkerThrottles, DestroyedWithTheAgentTheyUndoEveryThrottle) {
     WorkerThrottles w;  // the real cgroup root where writable, else the cycle
     ASSERT_TRUE(w.Slow("w-a", a.pid(), 2, 1, 0, 0).ok());
     ASSERT_TRUE(w.Slow("w-b", b.pid(), 2, 1, 0, 0).ok());
-    if (CgroupWritable()) EXPECT_EQ(w.Tick(kCalibrationSeconds).started.size(), 2u);  // else started at once
     ASSERT_NE(w.Of("w-a"), nullptr);
     dir = w.Of("w-a")->cgroup_dir();
   }
@@ -253,7 +252,8 @@ TEST(WorkerThrottles, DestroyedWithTheAgentTheyUndoEveryThrottle) {
 TEST(WorkerThrottles, WithoutAWritableCgroupTheCycleStartsAtOnce) {
   BusyChild c;
   ThrottleOptions opt;
-  opt.cpu_root = "/nonexistent/cpu";  // calibration_seconds keeps its default
+  opt.cpu_root = "/nonexistent/cpu";
+  opt.calibration_seconds = kCalibrationSeconds;
   WorkerThrottles w(opt);
   ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 2, 1, 0, 0).ok());
   EXPECT_FALSE(w.Pending("a1-w0")) << "nothing to calibrate: the cycle slows whatever share it gets";
@@ -266,7 +266,9 @@ TEST(WorkerThrottles, WithoutAWritableCgroupTheCycleStartsAtOnce) {
 TEST(WorkerThrottles, ACgroupQuotaIsCalibratedToTheShareTheWorkerHad) {
   if (!CgroupWritable()) GTEST_SKIP() << kCpuCgroupRoot << " is not writable here";
   BusyChild c;
-  WorkerThrottles w;  // the real root, calibration_seconds = kCalibrationSeconds
+  ThrottleOptions opt;  // the real root
+  opt.calibration_seconds = kCalibrationSeconds;
+  WorkerThrottles w(opt);
   const double t0 = 1000;
   ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 2, 1, 10, t0).ok());
   EXPECT_TRUE(w.Pending("a1-w0"));
@@ -291,6 +293,24 @@ TEST(WorkerThrottles, ACgroupQuotaIsCalibratedToTheShareTheWorkerHad) {
   EXPECT_TRUE(w.Unslow("a1-w0").ok()) << "a pending slow is dropped";
   EXPECT_TRUE(w.Tick(t0 + 100).started.empty());
   EXPECT_EQ(w.size(), 0u);
+}
+
+TEST(WorkerThrottles, ByDefaultTheQuotaStartsAtOnceFromTheShareOverTheWorkersLife) {
+  if (!CgroupWritable()) GTEST_SKIP() << kCpuCgroupRoot << " is not writable here";
+  BusyChild c;
+  ASSERT_TRUE(Eventually([&] {  // some time on a CPU to measure
+    auto s = GroupSchedSample(c.pid());
+    return s.ok() && s->on_cpu_seconds > 0.01;
+  }));
+  WorkerThrottles w;
+  ASSERT_TRUE(w.Slow("a1-w0", c.pid(), 4, 2, 0, 0).ok());
+  EXPECT_FALSE(w.Pending("a1-w0"));
+  const CpuThrottle* t = w.Of("a1-w0");
+  ASSERT_NE(t, nullptr);
+  ASSERT_EQ(t->mechanism(), ThrottleMechanism::kCgroup) << t->why_not_cgroup();
+  EXPECT_GT(t->cpus(), 0);
+  EXPECT_LE(t->cpus(), 2) << "at most its two threads' cores";
+  EXPECT_EQ(t->quota_us(), CfsQuotaUs(std::stol(Slurp(t->cgroup_dir() + "/cpu.cfs_period_us")), t->cpus(), 4));
 }
 
 // ---------------------------------------------------------------- the agent machine
