@@ -433,14 +433,20 @@ void AgentMachine::TimeStep(LocalWorker& w, const StepMessage& m) {
   if (!st.ok()) return Refuse(w, "step anatomy", st);
   if (w.timed.size() >= static_cast<size_t>(kAnatomyWindow)) w.timed.pop_front();
   w.timed.emplace_back(m.compute_seconds, m.wait_seconds);
-  double compute = 0, wait = 0;
+  // Medians, not means: one step that saved a checkpoint or ran an eval (the chief's
+  // extra work, every checkpoint_period) is not a slow rank; a slow rank is slow in most.
+  std::vector<double> compute, wait;
   for (const auto& [c, x] : w.timed) {
-    compute += c;
-    wait += x;
+    compute.push_back(c);
+    wait.push_back(x);
   }
-  const double n = static_cast<double>(w.timed.size());
-  w.rec.compute_seconds = compute / n;
-  w.rec.wait_seconds = wait / n;
+  auto median = [](std::vector<double>& v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  w.rec.compute_seconds = median(compute);
+  w.rec.wait_seconds = median(wait);
   w.rec.timed_steps = static_cast<int64_t>(w.timed.size());
   w.rec.timed_until_step = m.step;
 }

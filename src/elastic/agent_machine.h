@@ -27,7 +27,7 @@
 //     kShutdownGraceSeconds
 //
 // What it keeps of each worker's steps (issue 32): per generation, the compute and wait
-// seconds of its last kAnatomyWindow timed step reports, their means in its WorkerRecord
+// seconds of its last kAnatomyWindow timed step reports, their medians in its WorkerRecord
 // (reset when it joins a new generation), and the collective its last progress tick
 // named. A figure that cannot be a measurement (CheckStepAnatomy, CheckCollectiveMark)
 // is refused with a warning naming the worker and the field, and changes nothing.
@@ -204,7 +204,7 @@ class AgentMachine {
     int64_t abort_sent_gen = -1;
     bool exited = false;
     // Step anatomy of its generation's last timed steps (compute, wait), oldest first:
-    // at most kAnatomyWindow; their means are in rec (compute_seconds, wait_seconds).
+    // at most kAnatomyWindow; their medians are in rec (compute_seconds, wait_seconds).
     std::deque<std::pair<double, double>> timed;
     int64_t refused = 0;  // figures refused in its generation (logged: the first 3, then every 100th)
   };

@@ -61,8 +61,8 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
       e.slowdown = it->second.slowdown;
       e.step = step;
       e.reason = "generation ended";
-      for (const RankTiming& t : ranks)
-        if (t.worker == it->first) e.rank = t.rank, e.host = t.host;
+      e.rank = it->second.rank;
+      e.host = it->second.host;
       out.cleared.push_back(std::move(e));
     }
     it = tracks->erase(it);
@@ -84,6 +84,8 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
     if (t->timed_until_step <= k.last_step) continue;  // no new step since the last judgement
     k.last_step = t->timed_until_step;
     k.slowdown = slowdown;
+    k.rank = t->rank;
+    k.host = t->host;
     const int64_t window_start = t->timed_until_step - t->timed_steps + 1;
     if (k.detected) {
       if (slowdown < clear_below) {

@@ -122,11 +122,11 @@ struct WorkerRecord {
   double last_progress = 0;  // when it last reported anything
   double last_step_time = 0; // when its last step completed
   int64_t checkpoint_step = -1;  // the newest checkpoint it committed as chief
-  // Step anatomy (issue 32): means over its last timed steps of `generation` (at most
+  // Step anatomy (issue 32): medians over its last timed steps of `generation` (at most
   // kAnatomyWindow of them), as the worker measured them. 0 when none is timed yet.
   double compute_seconds = 0;  // per step: forward, backward, update, its own I/O
   double wait_seconds = 0;     // per step: blocked in collectives (waiting for peers)
-  int64_t timed_steps = 0;     // how many steps those means cover
+  int64_t timed_steps = 0;     // how many steps those medians cover
   int64_t timed_until_step = -1;  // the last step they cover
   // The collective it entered last in `generation` (any of its groups), from its last
   // progress tick: a hang names the rank behind by these.
@@ -223,6 +223,8 @@ inline constexpr double kMaxSlowSeconds = 7 * 24 * 3600;  // one week
 // One rank's straggler tracking (elastic/straggler.h), persisted in the JobRecord.
 struct StragglerTrack {
   int64_t generation = -1;
+  int rank = -1;                 // where it ran (for straggler_cleared once it is gone)
+  std::string host;
   int64_t slow_since_step = -1;  // first step of the window where it turned slow (-1: not slow)
   int64_t last_step = -1;        // the last window end it was judged at
   bool detected = false;         // straggler_detected written, straggler_cleared not yet
