@@ -100,6 +100,9 @@ void PrintStatus(const JobStatus& s) {
                   r.phase.c_str(), r.worker.c_str());
   }
   std::printf("  %d agents, %d idle workers\n", static_cast<int>(s.agents.size()), s.idle_workers);
+  for (const JobStatusAgent& a : s.agents)
+    if (!a.not_planned.empty())
+      std::printf("  agent %s on %s is not planned: %s\n", a.id.c_str(), a.host.c_str(), a.not_planned.c_str());
 }
 
 // How a job command fails after asking the API: an answer it could not read (a

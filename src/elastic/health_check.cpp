@@ -27,7 +27,10 @@ using Clock = std::chrono::steady_clock;
 // The GEMM's side: 2 x 128^3 = 4.2 MFLOP a run, a few milliseconds in a plain loop.
 constexpr int kProbeGemmN = 128;
 // Each part runs at least this many times (the best of them counts), at most kMaxRuns.
-constexpr int kMinRuns = 3, kMaxRuns = 200;
+constexpr int kMinRuns = 3, kMaxRuns = 400;
+// The memory probe copies this much per run (a millisecond or two), through buffers of
+// kProbeCopyBytes.
+constexpr size_t kProbeCopyChunk = size_t{8} << 20;
 // How often a running check command is polled for its end.
 constexpr std::chrono::milliseconds kCommandPoll{10};
 
@@ -92,10 +95,14 @@ ProbeFigures RunProbe(std::chrono::milliseconds budget) {
     if (src && dst) {
       std::memset(src.get(), 1, kProbeCopyBytes);  // touch every page before timing
       std::memset(dst.get(), 0, kProbeCopyBytes);
+      // Chunk after chunk through the buffers (larger together than a cache), each chunk
+      // short enough to run within one scheduler slice on a busy machine.
+      size_t at = 0;
       f.memory_gbps = BestRate(budget, [&] {
-                        std::memcpy(dst.get(), src.get(), kProbeCopyBytes);
-                        g_probe_sink = g_probe_sink + static_cast<float>(dst[kProbeCopyBytes / 2]);
-                        return 2.0 * static_cast<double>(kProbeCopyBytes);  // read + written
+                        std::memcpy(dst.get() + at, src.get() + at, kProbeCopyChunk);
+                        g_probe_sink = g_probe_sink + static_cast<float>(dst[at + kProbeCopyChunk / 2]);
+                        at = (at + kProbeCopyChunk) % kProbeCopyBytes;
+                        return 2.0 * static_cast<double>(kProbeCopyChunk);  // read + written
                       }) / 1e9;
     }
   }

@@ -7,7 +7,8 @@
 //   1. the store answers within its request timeout (the `store_reachable` callback);
 //   2. the run directory is writable: a file is created, written and removed;
 //   3. the built-in probe: a GEMM (a plain loop: elastic/ does not link kernels/) and a
-//      memory copy of kProbeCopyBytes, each the best of several short runs inside a time
+//      memory copy through two buffers of kProbeCopyBytes (8 MB a run), each the best of
+//      several short runs (each within one scheduler slice) inside a time
 //      budget (about 0.2 s each): what the hardware can do, not what one busy moment on a
 //      shared machine gives. Its figures are compared with the other hosts' by the gate;
 //      alone they fail nothing;
@@ -39,7 +40,7 @@ inline constexpr double kHealthRecordPeriods = 3;
 // The most of a command's output kept as the reason (its tail: where errors are).
 inline constexpr size_t kHealthOutputLimit = 2048;
 // The built-in probe: the bytes its memory copy moves per run, and each part's budget.
-inline constexpr size_t kProbeCopyBytes = size_t{64} << 20;  // two buffers: 128 MB, 128 MB moved per run
+inline constexpr size_t kProbeCopyBytes = size_t{64} << 20;  // each of its two buffers
 inline constexpr std::chrono::milliseconds kProbeBudget{200};
 
 struct HealthCheckOptions {

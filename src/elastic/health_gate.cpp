@@ -218,6 +218,9 @@ HealthGateResult ApplyHealthGate(const std::vector<AgentInfo>& agents, const std
   for (const auto& [host, v] : g.hosts)
     if (v.checked) record->host_healthy[host] = v.healthy;
   for (const std::string& host : g.readmitted) record->excluded_at.erase(host);
+  record->host_unplanned.clear();
+  for (const auto& [host, v] : g.hosts)
+    if (!v.plannable) record->host_unplanned[host] = v.reason;
   for (const std::string& host : g.ask) {
     record->health_asked_at[host] = now;
     for (const AgentInfo& a : agents)

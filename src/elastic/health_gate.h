@@ -89,7 +89,8 @@ HealthGateResult GateHosts(const std::vector<AgentInfo>& agents, const std::vect
                            const JobRecord& record, double now);
 
 // The policy's one call: GateHosts, then into `record` the new host_healthy values,
-// re-admitted hosts out of excluded_at, and health_asked_at for the hosts asked; the
+// re-admitted hosts out of excluded_at, host_unplanned (each kept-out host's reason, for
+// `status`), and health_asked_at for the hosts asked; the
 // host_health events appended to `events` and a check_health command per asked host's
 // agent to `commands`.
 HealthGateResult ApplyHealthGate(const std::vector<AgentInfo>& agents, const std::vector<HealthRecord>& health,

@@ -5,7 +5,7 @@
 
 namespace elastrain {
 
-ELASTRAIN_JSON_RECORD(JobStatusAgent, id, host, slots, preempting)
+ELASTRAIN_JSON_RECORD(JobStatusAgent, id, host, slots, preempting, not_planned)
 ELASTRAIN_JSON_RECORD(JobStatusRank, rank, host, agent, worker, pid, step, phase)
 ELASTRAIN_JSON_RECORD(JobStatus, job, run_dir, steps, num_workers, max_failures, checkpoint_period,
                       cost_per_worker_hour, model_name, state, reason, generation, world, step, failures, restarts,

@@ -38,7 +38,7 @@ ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failu
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
                                                 trained_until, waited_since_trained, noted, host_failures,
                                                 cooldown_until, stragglers, excluded_at, host_healthy, hang_diagnosed_gen,
-                                                last_recovery_seconds, health_asked_at)
+                                                last_recovery_seconds, health_asked_at, host_unplanned)
 
 namespace {
 template <typename T>

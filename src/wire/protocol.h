@@ -262,6 +262,7 @@ struct JobRecord {
   std::map<std::string, double> excluded_at;                 // host -> when it was excluded
   std::map<std::string, bool> host_healthy;                  // host -> last health seen (for host_health events)
   std::map<std::string, double> health_asked_at;             // host -> when check_health was last sent to it
+  std::map<std::string, std::string> host_unplanned;         // host -> why its health keeps it out of plans (status)
   int64_t hang_diagnosed_gen = -1;     // generation whose hang was diagnosed (once each)
   double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
 };

@@ -31,6 +31,8 @@ sleep 6
 planned_h2() { grep '"event":"generation_started"' "$RUN/events.jsonl" | grep -q '"host":"h2"'; }
 planned_h2 && fail "a generation was planned on the failing h2" || pass "h2 never planned while failing (world $(field world))"
 [ "$(field world)" = 2 ] && pass "world 2 while h2 fails" || fail "world $(field world) while h2 fails"
+said=$(host_exec store "$BIN" status --head "$HEAD" 2>&1 | grep 'agent h2-1 on h2 is not planned' || true)
+[[ "$said" == *"uncorrectable ECC errors"* ]] && pass "status says why:$said" || fail "status: '$said'"
 grep -q 'health check failed' "$WORK/agent_h2.log" && pass "h2's agent logged its failing checks" ||
   fail "h2's agent log: $(tail -3 "$WORK/agent_h2.log")"
 touch "$WORK/h2_repaired"

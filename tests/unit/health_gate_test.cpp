@@ -212,6 +212,8 @@ TEST(HealthGate, ApplyWritesTheRecordAndTheCommands) {
   EXPECT_EQ(commands[0].second.job_id, "job-1");
   EXPECT_EQ(rec.health_asked_at.at("h1"), kT0);
   EXPECT_FALSE(rec.host_healthy.at("h2"));
+  EXPECT_THAT(rec.host_unplanned.at("h2"), HasSubstr("no GPU"));  // for `status`
+  EXPECT_THAT(rec.host_unplanned.at("h1"), HasSubstr("waiting for a passing health check"));
   ASSERT_EQ(events.size(), 2u);  // h1 (no record) and h2 (failing), first seen unhealthy
   // The check comes back passing: h1 is re-admitted and asked no more.
   events.clear();
@@ -222,6 +224,8 @@ TEST(HealthGate, ApplyWritesTheRecordAndTheCommands) {
   EXPECT_FALSE(rec.excluded_at.count("h1"));
   EXPECT_FALSE(rec.health_asked_at.count("h1"));
   EXPECT_TRUE(rec.host_healthy.at("h1"));
+  EXPECT_FALSE(rec.host_unplanned.count("h1"));
+  EXPECT_TRUE(rec.host_unplanned.count("h2"));
 }
 
 // ---- through the policy -----------------------------------------------------------------
