@@ -83,7 +83,7 @@ class Agent::Impl {
   ~Impl() {
     keeper_.Stop();
     StopWatcher();
-    JoinHealthThread();
+    CancelHealthCheck();
   }
   Result<AgentEnd> Run();
 
@@ -131,6 +131,7 @@ class Agent::Impl {
   void MaybeCheckHealth();
   bool WorkersIdle() const;
   void JoinHealthThread();
+  void CancelHealthCheck();
   // How often the record is written (checked, or renewed): the period, or with period 0
   // the default (a record that is only renewed must still not expire).
   double HealthInterval() const {
@@ -164,6 +165,7 @@ class Agent::Impl {
   std::string run_dir_;                    // the job's, once seen: its health check writes there
   std::thread health_thread_;
   std::atomic<bool> health_running_{false};
+  std::atomic<bool> health_cancel_{false};  // the agent is stopping: a running check gives up
   bool health_asked_ = false;              // a check_health command came
   Clock::time_point next_health_;
   std::mutex health_mu_;
@@ -514,7 +516,7 @@ Result<AgentEnd> Agent::Impl::Run() {
     if (opt_.health_checks) MaybeCheckHealth();
     Feed(Tick{});
   }
-  JoinHealthThread();
+  CancelHealthCheck();
   // Revoking the lease removes this agent's keys: a change, which ends the watcher's
   // wait at once rather than at its timeout.
   TellWatcherToStop();
@@ -532,6 +534,7 @@ HealthCheckOptions Agent::Impl::HealthOptions() const {
   h.timeout = opt_.health_check_timeout;
   h.run_dir = run_dir_;
   h.store_reachable = [this] { return store_.Revision().status(); };
+  h.cancelled = [this] { return health_cancel_.load(); };
   return h;
 }
 
@@ -556,6 +559,11 @@ bool Agent::Impl::WorkersIdle() const {
 
 void Agent::Impl::JoinHealthThread() {
   if (health_thread_.joinable()) health_thread_.join();  // within the command's timeout + the probe
+}
+
+void Agent::Impl::CancelHealthCheck() {
+  health_cancel_ = true;  // its command is killed within one poll; the probe is under a second
+  JoinHealthThread();
 }
 
 void Agent::Impl::MaybeCheckHealth() {

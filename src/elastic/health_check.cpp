@@ -128,7 +128,8 @@ Status CheckWritable(const std::string& dir) {
   return Status::OK();
 }
 
-CommandResult RunCheckCommand(const std::string& command, std::chrono::milliseconds timeout, size_t output_limit) {
+CommandResult RunCheckCommand(const std::string& command, std::chrono::milliseconds timeout, size_t output_limit,
+                              const std::function<bool()>& cancelled) {
   CommandResult r;
   char out_path[] = "/tmp/elastrain-health-XXXXXX";
   const int out_fd = ::mkstemp(out_path);
@@ -150,15 +151,16 @@ CommandResult RunCheckCommand(const std::string& command, std::chrono::milliseco
   }
   const Clock::time_point deadline = Clock::now() + timeout;
   int status = 0;
-  bool ended = false, timed_out = false;
+  bool ended = false, timed_out = false, gave_up = false;
   for (;;) {
     const pid_t w = ::waitpid(pid.value(), &status, WNOHANG);
     if (w == pid.value() || (w < 0 && errno != EINTR)) {
       ended = w == pid.value();
       break;
     }
-    if (Clock::now() >= deadline) {
-      timed_out = true;
+    gave_up = cancelled && cancelled();
+    if (gave_up || Clock::now() >= deadline) {
+      timed_out = !gave_up;
       ::kill(-pid.value(), SIGKILL);  // it leads its process group: whatever it started goes too
       ended = ::waitpid(pid.value(), &status, 0) == pid.value();
       break;
@@ -169,12 +171,13 @@ CommandResult RunCheckCommand(const std::string& command, std::chrono::milliseco
   ::unlink(out_path);
   const std::string output = text.ok() ? Tail(text.value(), output_limit) : "";
   const ProcessExit e = ProcessExitFromStatus(status);
-  if (ended && !timed_out && e.ok()) {
+  if (ended && !timed_out && !gave_up && e.ok()) {
     r.ok = true;
     return r;
   }
-  const std::string how = timed_out ? fmt::format("did not end within {:.1f}s and was killed", timeout.count() / 1000.0)
-                          : ended   ? e.Describe()
+  const std::string how = gave_up     ? std::string("was killed: the agent is stopping")
+                          : timed_out ? fmt::format("did not end within {:.1f}s and was killed", timeout.count() / 1000.0)
+                          : ended     ? e.Describe()
                                     : "could not be waited for";
   r.reason = fmt::format("`{}` {}", command, how);
   if (!output.empty()) r.reason += ": " + output;
@@ -211,7 +214,7 @@ HealthRecord RunHealthCheck(const HealthCheckOptions& opt, const std::string& ho
                        f.gemm_gflops, f.memory_gbps, 2 * (kProbeCopyBytes >> 20)));
   }
   if (!opt.command.empty()) {
-    const CommandResult c = RunCheckCommand(opt.command, opt.timeout);
+    const CommandResult c = RunCheckCommand(opt.command, opt.timeout, kHealthOutputLimit, opt.cancelled);
     if (!c.ok) fail(c.reason);
   }
   rec.checked_at = WallSeconds();

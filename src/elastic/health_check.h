@@ -50,6 +50,9 @@ struct HealthCheckOptions {
   bool probe = true;    // run the built-in probe (tests turn it off)
   // Ok when the store answers within its request timeout; null: not checked.
   std::function<Status()> store_reachable;
+  // True once the check should give up (the agent is stopping): the command is killed at
+  // the next poll and the check fails. Null: never.
+  std::function<bool()> cancelled;
 };
 
 struct ProbeFigures {
@@ -67,9 +70,10 @@ struct CommandResult {
   bool ok = false;
   std::string reason;  // how it ended and the tail of its output; "" when ok
 };
-// Runs `command` with /bin/sh -c, waits up to `timeout`, then SIGKILLs its process group.
+// Runs `command` with /bin/sh -c, waits up to `timeout` (or until `cancelled` says so),
+// then SIGKILLs its process group.
 CommandResult RunCheckCommand(const std::string& command, std::chrono::milliseconds timeout,
-                              size_t output_limit = kHealthOutputLimit);
+                              size_t output_limit = kHealthOutputLimit, const std::function<bool()>& cancelled = {});
 
 // Every step, as the header says. `host`, `agent` and `now` (wall seconds) stamp the
 // record; it expires at now + kHealthRecordPeriods x `lifetime_period` seconds.

@@ -57,6 +57,12 @@ TEST(HealthCheckCommand, ACommandPastItsTimeoutIsKilledWithWhatItStarted) {
   ::rmdir(dir.c_str());
 }
 
+TEST(HealthCheckCommand, ACancelledCheckKillsItsCommand) {
+  const CommandResult r = RunCheckCommand("sleep 30", milliseconds(60000), kHealthOutputLimit, [] { return true; });
+  EXPECT_FALSE(r.ok);
+  EXPECT_THAT(r.reason, HasSubstr("the agent is stopping"));
+}
+
 TEST(HealthCheckCommand, OnlyTheTailOfALongOutputIsKept) {
   const CommandResult r =
       RunCheckCommand("i=0; while [ $i -lt 2000 ]; do echo line $i; i=$((i+1)); done; exit 1", milliseconds(10000), 100);
