@@ -5,6 +5,7 @@
  *
  *   elastrain_connect();                        // once; 0 when not under elastrain
  *   ... each step: elastrain_report_step(step, loss, tokens);
+ *       or, timed: elastrain_report_step_timed(step, loss, tokens, step_seconds, compute_seconds);
  *   ... a thread or the loop, every second: elastrain_heartbeat();
  *   ... after a checkpoint is durable: elastrain_checkpoint_committed(step, seconds);
  *   ... if (elastrain_stop_requested(NULL)) { save; exit(0); }
@@ -67,6 +68,31 @@ static inline int elastrain_report_step(long long step, double loss, long long t
   if (elastrain_fd_ < 0) return 0;
   snprintf(line, sizeof line, "{\"type\":\"step\",\"step\":%lld,\"loss\":%.17g,\"tokens\":%lld}\n", step, loss,
            tokens);
+  return elastrain_send_(line);
+}
+
+/* The same, timed (the step anatomy by which elastrain finds a slow rank): step_seconds,
+ * the step's duration, and compute_seconds, the part of it outside collectives (forward,
+ * backward, update, its own I/O; at most step_seconds). A value outside [0, 1e9) is not
+ * sent: without step_seconds the worker measures between reports, without
+ * compute_seconds the whole step counts as compute. A loss that is not finite is left
+ * out (JSON has no NaN); the step still counts. */
+static inline int elastrain_report_step_timed(long long step, double loss, long long tokens, double step_seconds,
+                                              double compute_seconds) {
+  char line[256];
+  size_t n;
+  if (elastrain_fd_ < 0) return 0;
+  n = (size_t)snprintf(line, sizeof line, "{\"type\":\"step\",\"step\":%lld,\"tokens\":%lld", step, tokens);
+  if (loss == loss && loss > -1e300 && loss < 1e300 && n < sizeof line)
+    n += (size_t)snprintf(line + n, sizeof line - n, ",\"loss\":%.17g", loss);
+  if (step_seconds >= 0 && step_seconds < 1e9 && n < sizeof line) {
+    n += (size_t)snprintf(line + n, sizeof line - n, ",\"step_seconds\":%.9f", step_seconds);
+    if (compute_seconds > step_seconds) compute_seconds = step_seconds; /* rounding must not cost the report */
+  }
+  if (compute_seconds >= 0 && compute_seconds < 1e9 && n < sizeof line)
+    n += (size_t)snprintf(line + n, sizeof line - n, ",\"compute_seconds\":%.9f", compute_seconds);
+  if (n + 3 > sizeof line) return -1; /* cannot happen with the bounds above */
+  memcpy(line + n, "}\n", 3);
   return elastrain_send_(line);
 }
 

@@ -12,6 +12,7 @@ Nothing here is needed: a script written for torchrun runs unchanged under
     for step in range(start, steps):
         loss = train_step()
         ew.report_step(step + 1, loss=loss, tokens=tokens_per_step)  # dashboard, goodput, hang detection
+        # or, timed: report_step(step + 1, loss=loss, step_seconds=t, compute_seconds=t - allreduce_t)
         if ew.stop_requested():       # a resize, `elastrain stop` or a preemption notice
             save(step + 1); ew.checkpoint_committed(step + 1); break
 
@@ -161,12 +162,15 @@ def _await_store(timeout):
             time.sleep(0.01)
 
 
-def report_step(step, loss=None, tokens=None, step_seconds=None, **metrics):
+def report_step(step, loss=None, tokens=None, step_seconds=None, compute_seconds=None, **metrics):
     """Tells elastrain that `step` (counted as you count them, >= 0) completed.
 
     loss: the step's training loss; tokens: tokens of the step over all ranks (for
     tokens/s); step_seconds: its duration (measured between reports when omitted);
-    metrics: up to 32 further numbers for metrics.jsonl."""
+    compute_seconds: the part of it this rank computed (forward, backward, update, its
+    own I/O), the rest having been spent waiting in collectives (all-reduce, ...): the
+    step anatomy by which elastrain finds a slow rank (when omitted the whole step counts
+    as compute); metrics: up to 32 further numbers for metrics.jsonl."""
     if not connected():
         return
     # JSON has no NaN or infinity: a diverged loss is left out, the step still counts.
@@ -177,6 +181,9 @@ def report_step(step, loss=None, tokens=None, step_seconds=None, **metrics):
         msg["tokens"] = int(tokens)
     if step_seconds is not None and math.isfinite(float(step_seconds)):
         msg["step_seconds"] = float(step_seconds)
+    if compute_seconds is not None and math.isfinite(float(compute_seconds)) and float(compute_seconds) >= 0:
+        # At most step_seconds: a clock's rounding must not cost the whole report.
+        msg["compute_seconds"] = min(float(compute_seconds), msg.get("step_seconds", float(compute_seconds)))
     finite = {str(k): float(v) for k, v in metrics.items() if math.isfinite(float(v))}
     if finite:
         msg["metrics"] = finite

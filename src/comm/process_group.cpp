@@ -168,11 +168,30 @@ void RingReduceScatterSum(const std::shared_ptr<gloo::Context>& ctx, const float
 
 std::string Sized(const char* op, size_t n) { return std::string(op) + "(n=" + std::to_string(n) + ")"; }
 
+// A collective of `kind` on `tracker` (may be null) from construction to destruction,
+// whichever way it ends.
+class Inside {
+ public:
+  Inside(CollectiveTracker* tracker, CollectiveKind kind, Clock::time_point start) : tracker_(tracker), start_(start) {
+    if (tracker_) tracker_->Enter(kind);
+  }
+  ~Inside() {
+    if (tracker_) tracker_->Leave(Clock::now() - start_);
+  }
+  Inside(const Inside&) = delete;
+  Inside& operator=(const Inside&) = delete;
+
+ private:
+  CollectiveTracker* const tracker_;
+  const Clock::time_point start_;
+};
+
 }  // namespace
 
 ProcessGroup::ProcessGroup(std::string prefix, int rank, int size, GroupOptions opt,
                            std::shared_ptr<gloo::Context> ctx)
-    : prefix_(std::move(prefix)), rank_(rank), size_(size), opt_(std::move(opt)), ctx_(std::move(ctx)) {
+    : prefix_(std::move(prefix)), rank_(rank), size_(size), opt_(std::move(opt)), ctx_(std::move(ctx)),
+      tracker_(opt_.tracker) {
   if (ctx_ && opt_.cancelled) watcher_ = std::thread([this] { WatchForCancel(); });
 }
 
@@ -229,6 +248,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   ELASTRAIN_ASSIGN_OR_RETURN(auto device, TcpDeviceFor(opt.hostname));
 
   const auto start = Clock::now();
+  Inside inside(opt.tracker, CollectiveKind::kConnect, start);
   std::string what;
   bool io_error = false;
   try {
@@ -282,9 +302,10 @@ Status ProcessGroup::CheckUsable(const std::string& op) const {
 }
 
 template <typename Body>
-Status ProcessGroup::Run(const std::string& op, Body&& body) {
+Status ProcessGroup::Run(CollectiveKind kind, const std::string& op, Body&& body) {
   ELASTRAIN_RETURN_IF_ERROR(CheckUsable(op));
   const auto start = Clock::now();
+  Inside inside(tracker_, kind, start);
   std::string what;
   bool io_error = false;
   try {
@@ -333,13 +354,15 @@ Status ProcessGroup::Run(const std::string& op, Body&& body) {
 Status ProcessGroup::AllReduceSum(float* data, size_t n) {
   if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
   if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
-  return Run(Sized("AllReduceSum", n), [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+  return Run(CollectiveKind::kAllReduce, Sized("AllReduceSum", n),
+             [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
 }
 
 Status ProcessGroup::AllReduceSum(double* data, size_t n) {
   if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
   if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
-  return Run(Sized("AllReduceSum<double>", n), [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+  return Run(CollectiveKind::kAllReduce, Sized("AllReduceSum<double>", n),
+             [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
 }
 
 Status ProcessGroup::AllReduceSumBucketed(float* data, size_t n, size_t bucket_elems) {
@@ -352,8 +375,8 @@ Status ProcessGroup::AllReduceSumBucketed(float* data, size_t n, size_t bucket_e
     const size_t len = std::min(bucket_elems, n - off);
     const std::string op = "AllReduceSumBucketed(n=" + std::to_string(n) + ", bucket at " +
                            std::to_string(off) + "+" + std::to_string(len) + ")";
-    ELASTRAIN_RETURN_IF_ERROR(
-        Run(op, [&] { GlooAllReduceSum(ctx_, data + off, len, opt_.timeout, NextTag()); }));
+    ELASTRAIN_RETURN_IF_ERROR(Run(CollectiveKind::kAllReduce, op,
+                                  [&] { GlooAllReduceSum(ctx_, data + off, len, opt_.timeout, NextTag()); }));
   }
   return Status::OK();
 }
@@ -370,7 +393,7 @@ Status ProcessGroup::AllGatherBytes(const void* in, size_t n_per_rank, size_t el
     std::memcpy(out, in, bytes);
     return Status::OK();
   }
-  return Run(Sized(op, n_per_rank), [&] {
+  return Run(CollectiveKind::kAllGather, Sized(op, n_per_rank), [&] {
     // Byte-typed buffers: allgather only moves bytes, so one path serves every type.
     gloo::AllgatherOptions opts(ctx_);
     opts.setInput(static_cast<char*>(const_cast<void*>(in)), bytes);  // Gloo only reads it
@@ -399,7 +422,7 @@ Status ProcessGroup::ReduceScatterSum(const float* in, float* out, size_t n_per_
     std::memmove(out, in, n_per_rank * sizeof(float));
     return Status::OK();
   }
-  return Run(Sized("ReduceScatterSum", n_per_rank),
+  return Run(CollectiveKind::kReduceScatter, Sized("ReduceScatterSum", n_per_rank),
              [&] { RingReduceScatterSum(ctx_, in, out, n_per_rank, opt_.timeout, NextTag()); });
 }
 
@@ -410,7 +433,7 @@ Status ProcessGroup::BroadcastBytes(void* data, size_t n, size_t elem_size, int 
   }
   if (n > 0 && data == nullptr) return Status::InvalidArgument(std::string(op) + ": null data");
   if (size_ == 1 || n == 0) return CheckUsable(op);
-  return Run(Sized(op, n) + " from root " + std::to_string(root), [&] {
+  return Run(CollectiveKind::kBroadcast, Sized(op, n) + " from root " + std::to_string(root), [&] {
     gloo::BroadcastOptions opts(ctx_);
     opts.setOutput(static_cast<char*>(data), n * elem_size);
     opts.setRoot(root);
@@ -430,7 +453,7 @@ Status ProcessGroup::Broadcast(int64_t* data, size_t n, int root) {
 
 Status ProcessGroup::Barrier() {
   if (size_ == 1) return CheckUsable("Barrier");
-  return Run("Barrier", [&] {
+  return Run(CollectiveKind::kBarrier, "Barrier", [&] {
     gloo::BarrierOptions opts(ctx_);
     opts.setTag(NextTag());
     opts.setTimeout(opt_.timeout);
@@ -453,7 +476,8 @@ Status ProcessGroup::Exchange(const std::vector<Transfer>& sends, const std::vec
     }
   if (size_ == 1) return CheckUsable("Exchange");
   const uint32_t tag = NextTag();
-  return Run(fmt::format("Exchange({} sends, {} receives, {} bytes)", sends.size(), recvs.size(), total), [&] {
+  const std::string op = fmt::format("Exchange({} sends, {} receives, {} bytes)", sends.size(), recvs.size(), total);
+  return Run(CollectiveKind::kExchange, op, [&] {
     const auto deadline = Clock::now() + opt_.timeout;
     auto slot = [&](size_t ordinal) {
       return (uint64_t{kExchangeSlotPrefix} << 56) | (uint64_t{ordinal & 0xFFFFFF} << 32) | tag;

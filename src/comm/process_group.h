@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/collective_mark.h"
 #include "comm/rendezvous_store.h"  // the stores Connect meets through
 #include "common/status.h"
 
@@ -71,6 +72,11 @@ struct GroupOptions {
   // host) within kCancelPoll with Cancelled, instead of at the timeout (e.g. the
   // generation was aborted). Called from that thread: must be thread-safe and quick.
   std::function<bool()> cancelled;
+  // Optional: the worker's collective tracker (comm/collective_mark.h). Connect (with
+  // peers) and every collective that reaches the network enter it and leave it, so it
+  // knows which collective this rank is in and how long collectives blocked it. Not
+  // owned; must outlive the group (or be detached first, set_tracker(nullptr)).
+  CollectiveTracker* tracker = nullptr;
 };
 
 // Thread-safety: one thread at a time per group (collectives are blocking and must be
@@ -95,8 +101,12 @@ class ProcessGroup {
   const std::string& prefix() const { return prefix_; }
   std::chrono::milliseconds timeout() const { return opt_.timeout; }
   // Seconds spent inside successful collectives since Connect (including waiting for
-  // slower peers): what the trainer reports as communication time.
+  // slower peers).
   double busy_seconds() const { return busy_seconds_; }
+  // The tracker later calls enter (GroupOptions::tracker; null: none). Called by the
+  // thread that uses the group, e.g. before handing the group to a thread of its own
+  // whose collectives must not count as this worker's.
+  void set_tracker(CollectiveTracker* tracker) { tracker_ = tracker; }
   // True after a communication failure; every later call returns FailedPrecondition.
   bool broken() const { return !first_error_.empty(); }
 
@@ -139,10 +149,11 @@ class ProcessGroup {
  private:
   ProcessGroup(std::string prefix, int rank, int size, GroupOptions opt,
                std::shared_ptr<gloo::Context> ctx);
-  // Runs `body` (which talks to Gloo) and converts whatever it throws into a Status
-  // naming `op`; marks the group broken and closes its connections on failure.
+  // Runs `body` (which talks to Gloo) as a collective of `kind` (the tracker's) and
+  // converts whatever it throws into a Status naming `op`; marks the group broken and
+  // closes its connections on failure.
   template <typename Body>
-  Status Run(const std::string& op, Body&& body);
+  Status Run(CollectiveKind kind, const std::string& op, Body&& body);
   Status CheckUsable(const std::string& op) const;
   Status BroadcastBytes(void* data, size_t n, size_t elem_size, int root, const char* op);
   Status AllGatherBytes(const void* in, size_t n_per_rank, size_t elem_size, void* out,
@@ -162,6 +173,7 @@ class ProcessGroup {
   std::shared_ptr<gloo::Context> ctx_;  // null when size_ == 1
   uint32_t next_tag_ = 0;
   double busy_seconds_ = 0;
+  CollectiveTracker* tracker_;  // opt_.tracker until set_tracker
   std::string first_error_;  // set once, by the first failed collective
   std::thread watcher_;      // runs while opt_.cancelled is set and the group has peers
   std::mutex watcher_mu_;

@@ -3,14 +3,45 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "common/collective_kind.h"
 #include "common/log.h"
 #include "elastic/fencing.h"
 #include "wire/exit_codes.h"
 
 namespace elastrain {
+
+Status CheckStepAnatomy(const StepMessage& m) {
+  const std::pair<const char*, double> fields[] = {
+      {"step_seconds", m.step_seconds}, {"compute_seconds", m.compute_seconds}, {"wait_seconds", m.wait_seconds}};
+  for (const auto& [field, v] : fields)
+    if (!std::isfinite(v) || v < 0 || v > kMaxTimedStepSeconds)
+      return Status::InvalidArgument(
+          fmt::format("step {}: {}={}: expected a finite number in [0, {}]", m.step, field, v, kMaxTimedStepSeconds));
+  if (m.compute_seconds + m.wait_seconds > m.step_seconds * (1 + kAnatomyRounding) + 1e-9)
+    return Status::InvalidArgument(fmt::format("step {}: compute_seconds={} + wait_seconds={} exceed step_seconds={}",
+                                               m.step, m.compute_seconds, m.wait_seconds, m.step_seconds));
+  return Status::OK();
+}
+
+Status CheckCollectiveMark(const ProgressMessage& m) {
+  if (m.collective_seq < -1)
+    return Status::InvalidArgument(fmt::format("collective_seq={}: expected >= -1", m.collective_seq));
+  const std::optional<CollectiveKind> kind = ParseChoice(kCollectiveKindChoices, m.collective_kind);
+  if (!kind)
+    return Status::InvalidArgument(fmt::format("collective_kind='{}': expected one of {}",
+                                               m.collective_kind.substr(0, 32), ChoiceList(kCollectiveKindChoices)));
+  if ((m.collective_seq == -1) != (*kind == CollectiveKind::kNone))
+    return Status::InvalidArgument(fmt::format("collective_seq={} with collective_kind='{}': expected a kind exactly "
+                                               "when a collective was entered (seq >= 0)",
+                                               m.collective_seq, m.collective_kind));
+  if (m.in_collective && m.collective_seq < 0)
+    return Status::InvalidArgument("in_collective=true with collective_seq=-1: inside no collective entered");
+  return Status::OK();
+}
 
 AgentMachine::AgentMachine(AgentMachineOptions opt) : opt_(std::move(opt)) {
   slots_.assign(std::max(1, opt_.slots), Slot());
@@ -215,6 +246,7 @@ void AgentMachine::ApplyPlan(const Plan& plan, double now, Actions* out) {
     w.rec.outcome = GenerationOutcome::kNone;
     w.rec.error.clear();
     w.rec.train_phase = TrainPhase::kSetup;
+    ResetAnatomy(w);
     ++mine;
   }
   AbortOlderGenerations(plan, out);
@@ -340,8 +372,13 @@ void AgentMachine::On(const WorkerSaid& in, double now, Actions* out) {
 }
 
 void AgentMachine::Take(LocalWorker& w, const ProgressMessage& m, double) {
-  if (m.generation == w.rec.generation) w.rec.train_phase = m.phase;
   dirty_ = true;
+  if (m.generation != w.rec.generation) return;
+  w.rec.train_phase = m.phase;
+  if (Status st = CheckCollectiveMark(m); !st.ok()) return Refuse(w, "collective mark", st);
+  w.rec.collective_seq = m.collective_seq;
+  w.rec.collective_kind = m.collective_kind;
+  w.rec.in_collective = m.in_collective;
 }
 
 void AgentMachine::Take(LocalWorker& w, const ReadyMessage& m, double) {
@@ -354,6 +391,7 @@ void AgentMachine::Take(LocalWorker& w, const ReadyMessage& m, double) {
 }
 
 void AgentMachine::Take(LocalWorker& w, const StartedMessage& m, double) {
+  if (m.generation != w.rec.generation) ResetAnatomy(w);
   w.rec.phase = WorkerPhase::kRunning;
   w.rec.generation = m.generation;
   w.rec.rank = m.rank;
@@ -371,7 +409,47 @@ void AgentMachine::Take(LocalWorker& w, const StepMessage& m, double now) {
     w.rec.first_step_start = w.rec.last_step_time - m.step_seconds;
     Urgent();
   }
+  TimeStep(w, m);
   dirty_ = true;
+}
+
+void AgentMachine::TimeStep(LocalWorker& w, const StepMessage& m) {
+  if (m.compute_seconds == 0 && m.wait_seconds == 0) return;  // not timed (a worker that does not measure)
+  Status st = CheckStepAnatomy(m);
+  if (st.ok() && m.step <= w.rec.timed_until_step)
+    st = Status::InvalidArgument(fmt::format("step={}: expected a step after the last timed one, {}", m.step,
+                                             w.rec.timed_until_step));
+  if (!st.ok()) return Refuse(w, "step anatomy", st);
+  if (w.timed.size() >= static_cast<size_t>(kAnatomyWindow)) w.timed.pop_front();
+  w.timed.emplace_back(m.compute_seconds, m.wait_seconds);
+  double compute = 0, wait = 0;
+  for (const auto& [c, x] : w.timed) {
+    compute += c;
+    wait += x;
+  }
+  const double n = static_cast<double>(w.timed.size());
+  w.rec.compute_seconds = compute / n;
+  w.rec.wait_seconds = wait / n;
+  w.rec.timed_steps = static_cast<int64_t>(w.timed.size());
+  w.rec.timed_until_step = m.step;
+}
+
+void AgentMachine::ResetAnatomy(LocalWorker& w) {
+  w.timed.clear();
+  w.rec.compute_seconds = w.rec.wait_seconds = 0;
+  w.rec.timed_steps = 0;
+  w.rec.timed_until_step = -1;
+  w.rec.collective_seq = -1;
+  w.rec.collective_kind.clear();
+  w.rec.in_collective = false;
+  w.refused = 0;
+}
+
+void AgentMachine::Refuse(LocalWorker& w, const char* what, const Status& why) {
+  ++w.refused;
+  if (w.refused > 3 && w.refused % 100 != 0) return;  // a worker that keeps sending them fills no log
+  LOG_WARN("agent {}: worker {} ({}): refused its {} in generation {} (refusal {}): {}", opt_.id, w.rec.id,
+           Describe(w), what, w.rec.generation, w.refused, why.message());
 }
 
 void AgentMachine::Take(LocalWorker& w, const CheckpointMessage& m, double) {

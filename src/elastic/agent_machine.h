@@ -26,6 +26,12 @@
 //   workers told to exit that are still there after        SIGKILL, ended
 //     kShutdownGraceSeconds
 //
+// What it keeps of each worker's steps (issue 32): per generation, the compute and wait
+// seconds of its last kAnatomyWindow timed step reports, their means in its WorkerRecord
+// (reset when it joins a new generation), and the collective its last progress tick
+// named. A figure that cannot be a measurement (CheckStepAnatomy, CheckCollectiveMark)
+// is refused with a warning naming the worker and the field, and changes nothing.
+//
 // The agent itself: serving -> (PreemptionNotice) preempting: SIGTERM to every worker,
 // slots gone; once they all left, or preemption_notice_seconds passed (the rest are
 // SIGKILLed, reported preempted), PutDeparture then Finish(kPreempted). UserStop: exit
@@ -36,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,6 +50,7 @@
 #include <vector>
 
 #include "common/process.h"
+#include "common/status.h"
 #include "wire/protocol.h"
 #include "wire/worker_messages.h"
 
@@ -56,6 +64,11 @@ enum class AgentEnd { kStopped, kJobEnded, kPreempted };
 inline constexpr double kStartupTimeoutSeconds = 120;
 // Slack on top of collective_timeout before a straggler of an old generation is killed.
 inline constexpr double kStragglerSlackSeconds = 5;
+// The longest step a step report may time (a day): a larger figure is no measurement.
+inline constexpr double kMaxTimedStepSeconds = 86400;
+// How far compute_seconds + wait_seconds may exceed step_seconds (the worker measures
+// them within the step, so only rounding): this fraction of it, plus a nanosecond.
+inline constexpr double kAnatomyRounding = 1e-6;
 // How long workers get to leave after an `exit` message before they are killed.
 inline constexpr double kShutdownGraceSeconds = 10;
 // Reports that carry only progress are put at most this often; state changes (ready,
@@ -147,6 +160,15 @@ struct Finish { AgentEnd end = AgentEnd::kStopped; };
 using AgentAction = std::variant<SpawnWorker, SendToWorker, SignalWorker, UpdateRegistration, PutReport, PutDeparture,
                                  KillHost, Finish>;
 
+// Whether a step report's anatomy (compute_seconds, wait_seconds of step_seconds) can be
+// a measurement: each finite, >= 0 and <= kMaxTimedStepSeconds, and compute + wait <=
+// step_seconds up to rounding. InvalidArgument naming the field and its value otherwise.
+Status CheckStepAnatomy(const StepMessage& m);
+// Whether a progress tick's collective mark can be true: collective_seq >= -1,
+// collective_kind one of the words (common/collective_kind.h, "" only while seq is -1),
+// in_collective only once one was entered.
+Status CheckCollectiveMark(const ProgressMessage& m);
+
 class AgentMachine {
  public:
   explicit AgentMachine(AgentMachineOptions opt);
@@ -174,6 +196,10 @@ class AgentMachine {
     int stop_sent_reasons = 0;
     int64_t abort_sent_gen = -1;
     bool exited = false;
+    // Step anatomy of its generation's last timed steps (compute, wait), oldest first:
+    // at most kAnatomyWindow; their means are in rec (compute_seconds, wait_seconds).
+    std::deque<std::pair<double, double>> timed;
+    int64_t refused = 0;  // figures refused in its generation (logged: the first 3, then every 100th)
   };
   struct Slot {
     bool gone = false;  // its capacity was reclaimed (preemption)
@@ -205,6 +231,10 @@ class AgentMachine {
   void Take(LocalWorker& w, const ProgressMessage& m, double now);
   void Take(LocalWorker& w, const EndedMessage& m, double now);
   void Take(LocalWorker& w, const FatalMessage& m, double now);
+  // Step anatomy and the collective mark (issue 32).
+  void TimeStep(LocalWorker& w, const StepMessage& m);
+  void ResetAnatomy(LocalWorker& w);  // a new generation: nothing timed, no collective yet
+  void Refuse(LocalWorker& w, const char* what, const Status& why);
 
   void StartJob(const JobSpec& spec, const AgentJobSettings& settings, double now, Actions* out);
   void EndJob(double now, Actions* out);

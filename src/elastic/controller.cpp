@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -77,6 +79,7 @@ class Controller::Impl {
   int64_t record_put_revision_ = 0;  // store revision of Apply's record write; 0: none
   EventLog events_;
   int64_t command_serial_ = 0;
+  std::set<std::string> warned_;  // Decision::warnings already logged
   std::map<std::string, std::string> refused_health_;  // key -> why, as last logged (once per change)
 };
 
@@ -176,6 +179,11 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
   for (const AnyEvent& e : d.events) {
     std::visit([this](const auto& x) { events_.Emit(x); }, e);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
+  }
+  // Warnings repeat while their cause lasts (a refused record, every tick): each once.
+  for (const std::string& w : d.warnings) {
+    if (warned_.size() > 1000) warned_.clear();
+    if (warned_.insert(w).second) LOG_WARN("job {}: {}", spec_.job_id, w);
   }
   record_put_revision_ = 0;
   record_ = d.record;

@@ -151,8 +151,8 @@ HealthGateResult GateHosts(const std::vector<AgentInfo>& agents, const std::vect
       const bool cooling = cd != record.cooldown_until.end() && cd->second > now;
       const bool fresh = v.record && v.healthy && v.record->checked_at > excluded;
       if (cooling) {
-        v.plannable = false;
-        v.reason = fmt::format("excluded at {:.0f} for a gray failure; cooling down until {:.0f}", excluded, cd->second);
+        // The policy's cool-down rule holds it back (a last resort for min_workers, as any
+        // cooled-down host); the gate adds nothing until the cool-down is over.
       } else if (fresh || (checks.count(host) && !checks[host] && v.plannable)) {
         // A passing check newer than the exclusion (or an agent that runs no checks:
         // the cool-down is all there is).

@@ -18,10 +18,11 @@
 //     host whose GEMM or memory figure is below kHealthFigureFraction x the median of
 //     those hosts is unhealthy, with a reason naming both figures. Fewer hosts: no
 //     comparison (two hosts cannot tell which one is slow).
-//   - A host excluded for a gray failure (JobRecord::excluded_at) is not planned while it
-//     cools down (cooldown_until), nor after, until a healthy record checked after its
-//     exclusion exists; once its cool-down is over it is asked for that check. Then it
-//     is re-admitted: its excluded_at entry goes.
+//   - A host excluded for a gray failure (JobRecord::excluded_at) cools down as the
+//     policy's cool-down rule says (cooldown_until: planned only as a last resort for
+//     min_workers); once its cool-down is over it is not planned until a healthy record
+//     checked after its exclusion exists, and it is asked for that check. Then it is
+//     re-admitted: its excluded_at entry goes.
 //   - Each change of a host's verdict against JobRecord::host_healthy is a host_health
 //     event (a host seen unhealthy for the first time is one too; one first seen healthy
 //     is recorded quietly), and host_healthy is updated.

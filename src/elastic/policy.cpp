@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "elastic/hang.h"
 #include "elastic/health_gate.h"
 #include "plan/ram_tier.h"
 #include "plan/mesh_for_config.h"
@@ -28,6 +29,10 @@ JobSettings SettingsFromConfig(const TrainConfig& cfg, const std::string& job_id
   s.host_cooldown_seconds = cfg.host_cooldown_seconds;
   s.fail_at_step = cfg.fail_at_step;
   s.ram_tier = cfg.memory_snapshot_period > 0 && cfg.launch_program.empty();
+  s.steps = cfg.steps;
+  s.straggler.threshold = cfg.straggler_threshold;
+  s.straggler.persistence_steps = cfg.straggler_persistence_steps;
+  s.straggler.policy = cfg.straggler_policy;
   s.rendezvous = rendezvous;
   // A launched program is one process per rank whatever it does inside: any world size
   // runs, as plain data parallelism as far as the plan is concerned.
@@ -98,10 +103,22 @@ class Decider {
     auto it = d_.record.cooldown_until.find(host);
     return it != d_.record.cooldown_until.end() && it->second > obs_.now;
   }
+  bool Excluded(const ObservedWorker& w) const {
+    if (replacing_.count(w.rec.id)) return true;
+    auto it = d_.record.excluded_workers.find(w.rec.id);
+    return it != d_.record.excluded_workers.end() && it->second > obs_.now;
+  }
   std::vector<Member> ClassifyMembers(const Plan& plan) const;
   void EvaluateGeneration();
   void NoteFirstStep(const Plan& plan, const std::vector<Member>& members);
   bool EndIfStalled(int64_t g, const std::vector<Member>& members);
+  // Gray failures: stragglers judged (and excluded) in a running generation; a hang's
+  // diagnosis when it ends. Diagnose returns the ranks behind.
+  void JudgeStragglers(const Plan& plan, const std::vector<Member>& members);
+  void ExcludeStragglers(const Plan& plan, const std::vector<Member>& members,
+                         const std::vector<StragglerDetectedEvent>& named);
+  std::vector<const Member*> DiagnoseHang(int64_t g, const std::vector<Member>& members, const std::string& trigger);
+  void ReplaceBehind(const std::vector<const Member*>& behind);
   void AskStopOrResize(const Plan& plan);
   int StopBits(int64_t g) const;
   void BeginEnding(int64_t g, const std::vector<Member>& members);
@@ -120,6 +137,7 @@ class Decider {
   const Observation& obs_;
   const JobSettings& s_;
   Decision d_;
+  std::set<std::string> replacing_;  // workers killed in this decision: not planned again
   HealthGateResult health_;  // which hosts their health checks let be planned (elastic/health_gate.h)
 };
 
@@ -230,8 +248,22 @@ void Decider::EvaluateGeneration() {
     return;
   }
   if (!any_ending) {
+    JudgeStragglers(plan, members);
     if (!EndIfStalled(plan.generation, members)) AskStopOrResize(plan);
     return;
+  }
+  if (r().hang_diagnosed_gen != plan.generation) {
+    // A member killed as hung or lost with its host, or one failed while others are in a
+    // collective: name who the generation was waiting for, and replace the living ones.
+    bool silent = false, failed = false, in_collective = false;
+    for (const Member& x : members) {
+      silent |= (x.fate == Fate::kExited && x.w->rec.exit_kind == ExitKind::kHung) ||
+                (x.fate == Fate::kLost && !(x.w && x.w->departed));
+      failed |= x.fate == Fate::kFailed;
+      in_collective |= x.w && x.w->rec.generation == plan.generation && x.w->rec.in_collective;
+    }
+    if (silent || (failed && in_collective))
+      ReplaceBehind(DiagnoseHang(plan.generation, members, silent ? "silent_rank" : "collective_timeout"));
   }
   if (r().ending_since == 0) BeginEnding(plan.generation, members);
   for (const Member& x : members) NoteEndedMember(plan.generation, x);
@@ -262,7 +294,10 @@ void Decider::NoteFirstStep(const Plan& plan, const std::vector<Member>& members
   e.start_step = start;
   e.world = plan.world;
   // Failure (or resize) to the first step of this generation, less any wait.
-  if (r().trained_until > 0) e.recovery_seconds = std::max(0.0, began - r().trained_until - r().waited_since_trained);
+  if (r().trained_until > 0) {
+    e.recovery_seconds = std::max(0.0, began - r().trained_until - r().waited_since_trained);
+    r().last_recovery_seconds = *e.recovery_seconds;
+  }
   Emit(std::move(e));
 }
 
@@ -284,8 +319,129 @@ bool Decider::EndIfStalled(int64_t g, const std::vector<Member>& members) {
   e.reason = fmt::format("no rank completed a step for {:.1f}s (2 x worker_heartbeat_timeout={}s)", obs_.now - newest,
                          s_.heartbeat_timeout);
   Emit(std::move(e));
+  const std::vector<const Member*> behind = DiagnoseHang(g, members, "stalled");
+  if (!behind.empty()) {  // the rank(s) behind are replaced; the others give up and keep their state
+    ReplaceBehind(behind);
+    d_.stop = GenerationStop{g, StopBits(g), true, s_.job_id};
+    return true;
+  }
   for (const Member& x : members) d_.commands.push_back({x.m->agent, {CommandAction::kHung, x.m->worker, obs_.now, s_.job_id}});
   return true;
+}
+
+std::vector<const Member*> Decider::DiagnoseHang(int64_t g, const std::vector<Member>& members,
+                                                 const std::string& trigger) {
+  r().hang_diagnosed_gen = g;
+  std::vector<HangMember> hm;
+  for (const Member& x : members) {
+    HangMember h;
+    h.rank = x.m->rank;
+    h.worker = x.m->worker;
+    h.host = x.m->host;
+    if (x.w && x.w->rec.generation == g) {
+      h.collective_seq = x.w->rec.collective_seq;
+      h.collective_kind = x.w->rec.collective_kind;
+      h.in_collective = x.w->rec.in_collective;
+      h.last_progress = x.w->rec.last_progress;
+    }
+    h.gone = (x.fate == Fate::kLost && !(x.w && x.w->departed)) ||
+             (x.fate == Fate::kExited && x.w->rec.exit_kind == ExitKind::kHung);
+    hm.push_back(std::move(h));
+  }
+  HangDiagnosedEvent e = elastrain::DiagnoseHang(g, hm, obs_.now, trigger);
+  std::vector<const Member*> behind;
+  for (int rank : e.behind)
+    for (const Member& x : members)
+      if (x.m->rank == rank) behind.push_back(&x);
+  Emit(std::move(e));
+  return behind;
+}
+
+// The ranks behind that still run (or sit idle after failing) are killed as hung: their
+// agents start fresh processes; they are not planned again meanwhile.
+void Decider::ReplaceBehind(const std::vector<const Member*>& behind) {
+  for (const Member* x : behind) {
+    if (!x->w || x->fate == Fate::kExited || x->fate == Fate::kLost) continue;
+    replacing_.insert(x->m->worker);
+    d_.commands.push_back({x->m->agent, {CommandAction::kHung, x->m->worker, obs_.now, s_.job_id}});
+  }
+}
+
+// The step anatomy of a running generation's members, judged (elastic/straggler.h).
+void Decider::JudgeStragglers(const Plan& plan, const std::vector<Member>& members) {
+  std::vector<RankTiming> ranks;
+  for (const Member& x : members) {
+    if (!x.w || x.w->rec.generation != plan.generation || x.w->rec.phase != WorkerPhase::kRunning) continue;
+    const WorkerRecord& w = x.w->rec;
+    ranks.push_back({x.m->rank, x.m->worker, x.m->host, w.compute_seconds, w.wait_seconds, w.timed_steps,
+                     w.timed_until_step});
+  }
+  StragglerJudgement j = elastrain::JudgeStragglers(ranks, plan.generation, r().step, s_.straggler, &r().stragglers);
+  for (std::string& why : j.refused) d_.warnings.push_back("step anatomy refused: " + why);
+  for (const StragglerClearedEvent& e : j.cleared) Emit(e);
+  for (const StragglerDetectedEvent& e : j.detected) Emit(e);
+  if (s_.straggler.policy == StragglerPolicy::kExclude && !j.detected.empty() &&
+      r().resize_requested_gen != plan.generation && !obs_.stop_requested)
+    ExcludeStragglers(plan, members, j.detected);
+}
+
+// Takes the named stragglers out when the world without them is valid and it pays:
+// their hosts (or, on a host whose other ranks keep pace, their workers) cool down, and
+// the generation stops at its next checkpoint boundary to be planned again without them.
+void Decider::ExcludeStragglers(const Plan& plan, const std::vector<Member>& members,
+                                const std::vector<StragglerDetectedEvent>& named) {
+  std::vector<int> out;
+  std::set<std::string> slow_workers;
+  for (const StragglerDetectedEvent& e : named) {
+    out.push_back(e.rank);
+    slow_workers.insert(e.worker);
+  }
+  const int left = plan.world - static_cast<int>(out.size());
+  if (left < s_.min_workers || ChooseWorldSize(left, s_, nullptr) != left) {
+    d_.warnings.push_back(fmt::format("straggler_policy=exclude: not excluding rank(s) of generation {}: {} workers "
+                                      "would be left (min_workers={}, or no mesh for that world)",
+                                      plan.generation, left, s_.min_workers));
+    return;
+  }
+  std::vector<RankTiming> ranks;
+  for (const Member& x : members)
+    if (x.w && x.w->rec.generation == plan.generation)
+      ranks.push_back({x.m->rank, x.m->worker, x.m->host, x.w->rec.compute_seconds, x.w->rec.wait_seconds,
+                       x.w->rec.timed_steps, x.w->rec.timed_until_step});
+  const ExclusionCase c = WeighExclusion(ranks, out, s_.steps - r().step, r().last_recovery_seconds);
+  if (!c.pays) {
+    d_.warnings.push_back(fmt::format("straggler_policy=exclude: not excluding rank(s) of generation {}: {}",
+                                      plan.generation, c.reason));
+    return;
+  }
+  const double until = obs_.now + s_.host_cooldown_seconds;
+  for (const StragglerDetectedEvent& s : named) {
+    bool whole_host = true;  // every rank of its host is slow: the host is the problem
+    for (const Member& x : members)
+      if (x.m->host == s.host && !slow_workers.count(x.m->worker)) whole_host = false;
+    HostExcludedEvent e;
+    e.host = s.host;
+    e.until = until;
+    e.generation = plan.generation;
+    e.step = r().step;
+    e.slowdown = s.slowdown;
+    e.expected_gain_seconds = c.expected_gain_seconds;
+    e.replan_cost_seconds = c.replan_cost_seconds;
+    if (whole_host) {
+      r().cooldown_until[s.host] = until;
+      r().excluded_at[s.host] = obs_.now;
+      e.reason = fmt::format("straggler: rank {} at {:.2f}x the median rank's compute; {}", s.rank, s.slowdown,
+                             c.reason);
+    } else {
+      r().excluded_workers[s.worker] = until;
+      e.reason = fmt::format("straggler: rank {} ({}) at {:.2f}x the median rank's compute, its host's other ranks "
+                             "keep pace: only this worker is excluded; {}",
+                             s.rank, s.worker, s.slowdown, c.reason);
+    }
+    Emit(std::move(e));
+  }
+  r().resize_requested_gen = plan.generation;
+  d_.stop = GenerationStop{plan.generation, StopBits(plan.generation), false, s_.job_id};
 }
 
 // A healthy generation: ask it to stop at a step boundary for the user's stop, or at the
@@ -468,9 +624,10 @@ std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled, int ru
   for (const ObservedWorker& w : obs_.workers) {
     const AgentInfo* a = FindAgent(w.agent);
     if (!a || a->preempting || w.departed || w.rec.phase != WorkerPhase::kIdle || in_plan.count(w.rec.id)) continue;
+    if (replacing_.count(w.rec.id)) continue;
     if (!health_.Plannable(w.host)) continue;  // failing or owing a health check: never, not even cooled
     all.push_back(&w);
-    if (!InCooldown(w.host)) usable.push_back(&w);
+    if (!InCooldown(w.host) && !Excluded(w)) usable.push_back(&w);
   }
   *used_cooled = running + static_cast<int>(usable.size()) < s_.min_workers && all.size() > usable.size();
   std::vector<const ObservedWorker*> pick = *used_cooled ? all : usable;

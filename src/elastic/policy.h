@@ -38,6 +38,7 @@
 
 #include "plan/mesh.h"
 #include "config/config.h"
+#include "elastic/straggler.h"
 #include "wire/events.h"
 #include "wire/job_state.h"
 #include "wire/protocol.h"
@@ -61,6 +62,8 @@ struct JobSettings {
   double host_cooldown_seconds = 300;
   int64_t fail_at_step = 0;
   bool ram_tier = false;  // memory_snapshot_period > 0: sharded generations keep peer copies
+  int64_t steps = 0;      // the job's total steps (what an exclusion's gain is weighed over)
+  StragglerSettings straggler;
   RendezvousAddress rendezvous;  // copied into every plan
   // The mesh for a world size, or an error when that size cannot run (a tensor degree
   // that does not divide, an axis that does not fill).
@@ -92,6 +95,7 @@ struct Decision {
   std::optional<GenerationStop> stop;    // a stop request to write
   std::vector<std::pair<std::string, AgentCommand>> commands;  // agent id -> command
   std::vector<AnyEvent> events;          // for events.jsonl (wire/events.h)
+  std::vector<std::string> warnings;     // for the log: records refused, exclusions that did not pay
   bool shutdown = false;                 // the job is over: agents stop their workers
 };
 

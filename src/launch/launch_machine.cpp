@@ -407,10 +407,16 @@ void LaunchMachine::OnStep(const ProgramStep& s, double now, Actions* out) {
     g.first_step = s.step;
     if (spare_due_ > 0) spare_due_ = now;
   }
+  // The step's anatomy: the program's compute_seconds, else all of it is compute. A
+  // program's first step timed by this worker (no step_seconds) spans its start-up, not a
+  // step: it is sent untimed (0 and 0).
+  const bool measured = secs > 0 && (s.step_seconds > 0 || g.last_step >= 0);
+  const double compute = !measured ? 0 : std::clamp(s.compute_seconds.value_or(secs), 0.0, secs);
+  const double wait = measured ? secs - compute : 0;
   g.last_step = s.step;
   g.last_step_time = now;
-  out->push_back(
-      SendToAgent{StepMessage{g.a.generation, s.step, g.StartStep(), std::isnan(s.loss) ? 0.0 : s.loss, secs, now}});
+  out->push_back(SendToAgent{StepMessage{g.a.generation, s.step, g.StartStep(), std::isnan(s.loss) ? 0.0 : s.loss,
+                                         secs, now, compute, wait}});
   if (g.a.rank != 0 || (s.step % std::max<int64_t>(opt_.log_period, 1) != 0 && s.step != g.first_step)) return;
   nlohmann::json r = {{"step", s.step}, {"step_time", secs}, {"generation", g.a.generation},
                       {"world_size", g.a.world}, {"time", now}};

@@ -39,6 +39,11 @@
 //     taken; once no generation runs: Exit(kExitPreempted)
 //   any --Exit from the agent, or the agent gone--> Exit(kExitSuccess)
 //
+// A program's step reports go to the agent as StepMessages with their anatomy: compute
+// is the program's compute_seconds when it gives it, else the whole step; wait is the
+// rest. The first step of a program that gives no step_seconds spans its start-up and is
+// sent untimed; a program that sends no step reports gets no anatomy at all.
+//
 // The spare (warm_spares): started at Begin and again once a generation trains (its first
 // step report), kSpareDelaySeconds after it started, or when it ends; one that dies
 // before it is handed a rank turns warm starts off. On Tick the machine also sends the

@@ -157,6 +157,8 @@ void Trainer::StartRamTier() {
         setup.receive_from.push_back({q, ShardId(c.fsdp, c.tensor, mesh_->tensor())});
       }
   setup.rank = ctx_.rank;
+  // From here its thread drives the group: its copies are not this rank's collectives.
+  ram_group_->set_tracker(nullptr);
   ram.Start(setup, std::move(ram_group_));
   // The restored state is the first copy: a failure before the first update finds it.
   SnapshotToPeers(start_step_);

@@ -131,12 +131,13 @@ Result<std::shared_ptr<gloo::rendezvous::Store>> Trainer::RendezvousStore() {
   return store_;
 }
 
-GroupOptions Trainer::GroupOpts() const {
+GroupOptions Trainer::GroupOpts(bool all_ranks) const {
   GroupOptions opt;
   opt.timeout = std::chrono::milliseconds(static_cast<int64_t>(cfg_.collective_timeout * 1000));
   opt.hostname = ctx_.bind_address;
   opt.describe_lost_peers = ctx_.describe_lost_peers;
   opt.cancelled = ctx_.control.aborted;
+  opt.tracker = all_ranks ? tracker_ : nullptr;
   return opt;
 }
 
@@ -318,7 +319,7 @@ Status Trainer::RestoreFromMemory() {
     const int me = static_cast<int>(it - members.begin());
     ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ProcessGroup> transfer,
                                ProcessGroup::Connect(store, ctx_.prefix + "/restore", me,
-                                                     static_cast<int>(members.size()), GroupOpts()));
+                                                     static_cast<int>(members.size()), GroupOpts(false)));
     for (float* d : {state_->shard_params(), state_->adam_m(), state_->adam_v()})
       ELASTRAIN_RETURN_IF_ERROR(transfer->Broadcast(d, n, /*root=*/0));
   }
@@ -391,7 +392,10 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   s.final_loss = loss;
   if (!std::isfinite(loss))
     return Status::Internal(fmt::format("step {}: loss is {}; lower learning_rate or check the data", done, loss));
-  if (ctx_.control.on_step) ctx_.control.on_step({done, start_step_, loss, dt, WallSeconds()});
+  if (ctx_.control.on_step) {
+    const double wait = std::min(comm_seconds_, dt);  // measured within the same interval
+    ctx_.control.on_step({done, start_step_, loss, dt, WallSeconds(), dt - wait, wait});
+  }
   ELASTRAIN_ASSIGN_OR_RETURN(const double stall, CheckpointIfDue(done, dt));
   if (due) ELASTRAIN_RETURN_IF_ERROR(LogStep(line, stall));
   // Goodput's redone time ends here: these steps write no lines to time them by.

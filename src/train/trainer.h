@@ -29,6 +29,8 @@ class Store;
 
 namespace elastrain {
 
+class CollectiveTracker;  // comm/collective_mark.h
+
 // Where a generation's state comes from.
 struct RestoreSpec {
   enum class Kind {
@@ -55,6 +57,9 @@ struct StepReport {
   double loss = 0;
   double step_seconds = 0;
   double wall_time = 0;    // seconds since the epoch when the step completed
+  // The step's anatomy: compute_seconds + wait_seconds == step_seconds.
+  double compute_seconds = 0;  // forward, backward, update, loading its rows
+  double wait_seconds = 0;     // blocked in collectives (waiting for peers, and the transfers)
 };
 
 // Hooks between the trainer and the elastic worker; every one is optional.
@@ -97,6 +102,9 @@ struct WorkerContext {
   double peak_flops = 0;           // > 0: the MFU denominator measured once per process
   // Names lost peers when a collective fails, e.g. "rank 2 (pid 1234) is gone".
   std::function<std::string()> describe_lost_peers;
+  // The worker's collective tracker, reset by the caller for this generation; every group
+  // of all ranks enters it (GroupOptions::tracker). Null: the trainer keeps its own.
+  CollectiveTracker* tracker = nullptr;
 };
 
 struct GenerationResult {

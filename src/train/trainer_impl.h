@@ -35,7 +35,8 @@ class Trainer {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Trainer(const TrainConfig& c, const WorkerContext& ctx) : cfg_(c), ctx_(ctx), T_(c.max_target_length) {
+  Trainer(const TrainConfig& c, const WorkerContext& ctx)
+      : cfg_(c), ctx_(ctx), T_(c.max_target_length), tracker_(ctx.tracker ? ctx.tracker : &own_tracker_) {
     cfg_.num_workers = ctx.world;
     if (ctx.carried) line_ = ctx.carried->line;
   }
@@ -58,9 +59,12 @@ class Trainer {
   Status OpenRunDirectory();
   Status OpenData();
   Status ConnectGroups();
-  // This generation's rendezvous store (ctx.store, or the file store) and group options.
+  // This generation's rendezvous store (ctx.store, or the file store) and group options:
+  // those of a group of every rank (the tracker counts its collectives), or of a group of
+  // only some ranks (`all_ranks` false: the tracker does not, so that every rank's count
+  // stays comparable; comm/collective_mark.h).
   Result<std::shared_ptr<gloo::rendezvous::Store>> RendezvousStore();
-  GroupOptions GroupOpts() const;
+  GroupOptions GroupOpts(bool all_ranks = true) const;
   void MakeCheckpointer();
   void LogSetup() const;
   // --- taking over what the previous generation left (carried_state.cpp)
@@ -139,13 +143,8 @@ class Trainer {
   void Phase(TrainPhase p) {
     if (ctx_.control.on_phase) ctx_.control.on_phase(p);
   }
-  // Seconds all of this rank's groups have spent in collectives so far.
-  double CommSeconds() const {
-    double s = 0;
-    for (const auto* g : {&world_, &tensor_, &fsdp_, &data_group_})
-      if (*g) s += (*g)->busy_seconds();
-    return s;
-  }
+  // Seconds this rank has been blocked in the collectives of its groups so far.
+  double CommSeconds() const { return tracker_->wait_seconds(); }
   bool is_chief() const { return ctx_.rank == 0; }
   // Micro-batches every rank runs for a batch of `rows` split over the batch shards: the
   // largest share (the first one) divided into per_device_batch_size pieces.
@@ -168,6 +167,8 @@ class Trainer {
   TrainConfig cfg_;  // a copy: num_workers is this generation's world
   const WorkerContext ctx_;
   const int64_t T_;
+  CollectiveTracker own_tracker_;      // when the context brings none
+  CollectiveTracker* const tracker_;   // ctx.tracker or own_tracker_
   std::string run_dir_;
   int64_t gb_ = 0;
   std::unique_ptr<Mesh> mesh_;
@@ -199,7 +200,7 @@ class Trainer {
   ProgressLine progress_;
   double peak_flops_ = 0, flops_per_token_ = 0;
   double last_grad_norm_ = 0;
-  double comm_seconds_ = 0;  // time in collectives during the last step
+  double comm_seconds_ = 0;  // time blocked in collectives during the last step (TrainStep)
   double ckpt_wait_ = 0;     // part of the last checkpoint stall spent waiting for the previous save
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
   bool clean_exit_ = false;

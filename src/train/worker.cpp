@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/collective_mark.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -224,6 +225,7 @@ class WorkerProcess {
   Inbox inbox_;
   JobMessage job_;
   Progress progress_;
+  CollectiveTracker tracker_;  // this generation's collectives (comm/collective_mark.h)
   TrainConfig cfg_;
   std::string worker_id_, host_;
   double peak_flops_ = 0;
@@ -254,10 +256,16 @@ Status WorkerProcess::Init(const JobMessage& job) {
   return Status::OK();
 }
 
+// Runs on a thread of its own, so that the mark it sends is current while the trainer is
+// blocked inside a collective (a hang names the rank behind by it).
 void WorkerProcess::Tick() {
   while (!done_) {
-    Status st = ch_.Send(ToJson(WorkerMessage(
-        ProgressMessage{progress_.generation.load(), progress_.step.load(), progress_.Phase(), WallSeconds(), -1, {}, false})));
+    const int64_t gen = progress_.generation.load();
+    const CollectiveMark mark = tracker_.Mark();  // after the generation: Reset came before it
+    Status st = ch_.Send(ToJson(WorkerMessage(ProgressMessage{gen, progress_.step.load(), progress_.Phase(),
+                                                              WallSeconds(), mark.seq,
+                                                              std::string(CollectiveKindName(mark.kind)),
+                                                              mark.inside})));
     if (!st.ok()) return;
     std::this_thread::sleep_for(kTickInterval);
   }
@@ -285,6 +293,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
   WorkerContext ctx = std::move(ctx_or.value());
   ctx.carried = &carried_;
   ctx.peak_flops = peak_flops_;
+  ctx.tracker = &tracker_;
   // A resize waits for a checkpoint boundary. With checkpoint_period=auto the boundary
   // moves, so it stops after the next step (the stop saves that step anyway).
   const int64_t period = cfg_.enable_checkpointing && !cfg_.checkpoint_period_auto ? cfg_.checkpoint_period : 1;
@@ -298,9 +307,11 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
   ctx.control.on_phase = [this](TrainPhase p) { progress_.SetPhase(p); };
   ctx.control.on_step = [this, gen](const StepReport& r) {
     progress_.step = r.step;
-    Send(StepMessage{gen, r.step, r.start_step, r.loss, r.step_seconds, r.wall_time});
+    Send(StepMessage{gen, r.step, r.start_step, r.loss, r.step_seconds, r.wall_time, r.compute_seconds,
+                     r.wait_seconds});
   };
   ctx.control.on_checkpoint = [this](int64_t step) { Send(CheckpointMessage{step, WallSeconds()}); };
+  tracker_.Reset();  // before the generation changes: a tick never pairs it with the old count
   progress_.generation = gen;
   progress_.step = -1;
   Send(StartedMessage{gen, ctx.rank, ctx.world});

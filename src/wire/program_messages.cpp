@@ -10,6 +10,9 @@ namespace {
 
 constexpr int64_t kMaxStep = int64_t{1} << 50;
 constexpr size_t kMaxMetrics = 32, kMaxMetricName = 64;
+// How far compute_seconds may exceed step_seconds: rounding of the program's clock
+// arithmetic (a fraction of it, plus a nanosecond), not a measurement.
+constexpr double kComputeRounding = 1e-6;
 
 Status Bad(const std::string& type, const std::string& field, const std::string& expected) {
   return Status::InvalidArgument(fmt::format("program message '{}': field '{}': expected {}", type, field, expected));
@@ -76,6 +79,14 @@ Status ParseProgramMessage(const nlohmann::json& j, ProgramMessage* out) {
     }
     ELASTRAIN_RETURN_IF_ERROR(Int(j, type, "tokens", 0, kMaxStep, &s.tokens));
     ELASTRAIN_RETURN_IF_ERROR(Num(j, type, "step_seconds", 0, &s.step_seconds));
+    if (auto c = j.find("compute_seconds"); c != j.end() && !c->is_null()) {
+      double compute = 0;
+      ELASTRAIN_RETURN_IF_ERROR(Num(j, type, "compute_seconds", 0, &compute));
+      if (s.step_seconds > 0 && compute > s.step_seconds * (1 + kComputeRounding) + 1e-9)
+        return Bad(type, "compute_seconds",
+                   fmt::format("at most step_seconds ({}), got {}", s.step_seconds, compute));
+      s.compute_seconds = compute;
+    }
     auto m = j.find("metrics");
     if (m != j.end() && !m->is_null()) {
       if (!m->is_object() || m->size() > kMaxMetrics)

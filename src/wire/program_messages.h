@@ -8,7 +8,9 @@
 //   hello       {"type":"hello","pid":N,"warm":B}     first; warm: it was started as a spare
 //   waiting     {"type":"waiting"}                     (a spare) in wait_for_assignment()
 //   heartbeat   {"type":"heartbeat"}                   alive; sent by the module's thread
-//   step        {"type":"step","step":N,"loss":X,"tokens":N,"step_seconds":X,"metrics":{...}}
+//   step        {"type":"step","step":N,"loss":X,"tokens":N,"step_seconds":X,"compute_seconds":X,
+//                "metrics":{...}}  compute_seconds: the part of the step outside collectives
+//                (<= step_seconds when both are given)
 //   checkpoint  {"type":"checkpoint","step":N,"seconds":X}  a checkpoint of step N is committed
 // Worker -> program:
 //   assign      {"type":"assign","env":{"RANK":"0",...}}   (a spare) the rank to take
@@ -22,6 +24,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 
@@ -40,6 +43,10 @@ struct ProgramStep {
   int64_t tokens = 0;         // tokens of this step over all ranks (0: not given)
   double step_seconds = 0;    // 0: not given (the worker measures between reports)
   std::map<std::string, double> metrics;  // at most 32 finite numbers, names of [A-Za-z0-9_.] <= 64
+  // The step's compute (forward, backward, update, its own I/O): the rest of step_seconds
+  // was spent waiting in collectives. Finite, >= 0, and <= step_seconds (up to rounding)
+  // when that is given. Not given: the whole step counts as compute.
+  std::optional<double> compute_seconds;
 };
 struct ProgramCheckpoint { int64_t step = -1; double seconds = 0; };
 

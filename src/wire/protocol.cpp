@@ -37,7 +37,7 @@ ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failu
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
                                                 trained_until, waited_since_trained, noted, host_failures,
-                                                cooldown_until, stragglers, excluded_at, host_healthy, hang_diagnosed_gen,
+                                                cooldown_until, stragglers, excluded_at, excluded_workers, host_healthy, hang_diagnosed_gen,
                                                 last_recovery_seconds, health_asked_at, host_unplanned)
 
 namespace {

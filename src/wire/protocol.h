@@ -260,6 +260,7 @@ struct JobRecord {
   // re-admitted only after a health check newer than their exclusion passes.
   std::map<std::string, StragglerTrack> stragglers;
   std::map<std::string, double> excluded_at;                 // host -> when it was excluded
+  std::map<std::string, double> excluded_workers;            // worker id -> end of its exclusion (a slow rank on a shared host)
   std::map<std::string, bool> host_healthy;                  // host -> last health seen (for host_health events)
   std::map<std::string, double> health_asked_at;             // host -> when check_health was last sent to it
   std::map<std::string, std::string> host_unplanned;         // host -> why its health keeps it out of plans (status)

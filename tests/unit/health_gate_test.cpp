@@ -162,11 +162,11 @@ TEST(HealthGate, AnExcludedHostWaitsOutItsCooldownThenANewerPassingCheck) {
   rec.excluded_at["h1"] = kT0;
   rec.cooldown_until["h1"] = kT0 + 300;
   const std::vector<AgentInfo> agents = {CheckingAgent("a1", "h1")};
-  // Cooling down: not planned, not asked yet, even with a passing (older) record.
+  // Cooling down: left to the policy's cool-down rule (a last resort), not asked yet.
   auto g = GateHosts(agents, {Healthy("h1", kT0 - 50)}, rec, kT0 + 100);
-  EXPECT_FALSE(g.Plannable("h1"));
-  EXPECT_THAT(g.hosts.at("h1").reason, HasSubstr("cooling down until"));
+  EXPECT_TRUE(g.Plannable("h1"));
   EXPECT_TRUE((g.ask).empty());
+  EXPECT_TRUE((g.readmitted).empty());
   // Cool-down over, the passing record is older than the exclusion: asked for a check.
   HealthRecord old = Healthy("h1", kT0 - 50);
   old.expires_at = kT0 + 1000;
@@ -192,7 +192,7 @@ TEST(HealthGate, AnExcludedHostOfAnOlderAgentComesBackAfterItsCooldown) {
   rec.excluded_at["h1"] = kT0;
   rec.cooldown_until["h1"] = kT0 + 300;
   const std::vector<AgentInfo> agents = {CheckingAgent("a1", "h1", false)};
-  EXPECT_FALSE(GateHosts(agents, {}, rec, kT0 + 299).Plannable("h1"));
+  EXPECT_TRUE(GateHosts(agents, {}, rec, kT0 + 299).readmitted.empty());
   const auto g = GateHosts(agents, {}, rec, kT0 + 301);
   EXPECT_TRUE(g.Plannable("h1"));
   EXPECT_THAT(g.readmitted, ElementsAre("h1"));

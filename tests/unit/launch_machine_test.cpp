@@ -504,6 +504,55 @@ TEST_F(LaunchMachineTest, NextDeadlineIsTheNextTickOrStopDeadline) {
 }
 
 // ---------------------------------------------------------------- steps and checkpoints
+TEST_F(LaunchMachineTest, StepsCarryTheirAnatomyToTheAgent) {
+  Assign(0, 1);
+  const int prog = last_pid_;
+  now_ += 30;  // the program's start-up
+  ProgramStep s;
+  s.step = 1;
+  // Its first step, timed by this worker, spans the start-up: sent untimed.
+  StepMessage m = Sent<StepMessage>(Say(prog, s)).at(0);
+  EXPECT_DOUBLE_EQ(m.step_seconds, 30);
+  EXPECT_EQ(m.compute_seconds, 0);
+  EXPECT_EQ(m.wait_seconds, 0);
+  // Timed by this worker between reports, without compute_seconds: all compute.
+  now_ += 2;
+  s.step = 2;
+  m = Sent<StepMessage>(Say(prog, s)).at(0);
+  EXPECT_DOUBLE_EQ(m.step_seconds, 2);
+  EXPECT_DOUBLE_EQ(m.compute_seconds, 2);
+  EXPECT_EQ(m.wait_seconds, 0);
+  // The program's own figures: the rest of the step is waiting.
+  now_ += 2;
+  s.step = 3;
+  s.step_seconds = 1.5;
+  s.compute_seconds = 0.5;
+  m = Sent<StepMessage>(Say(prog, s)).at(0);
+  EXPECT_DOUBLE_EQ(m.step_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(m.compute_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(m.wait_seconds, 1.0);
+  // compute_seconds without step_seconds, more than the time between reports: capped at it.
+  now_ += 1;
+  s.step = 4;
+  s.step_seconds = 0;
+  s.compute_seconds = 3;
+  m = Sent<StepMessage>(Say(prog, s)).at(0);
+  EXPECT_DOUBLE_EQ(m.step_seconds, 1);
+  EXPECT_DOUBLE_EQ(m.compute_seconds, 1);
+  EXPECT_EQ(m.wait_seconds, 0);
+}
+
+TEST_F(LaunchMachineTest, AProgramsFirstStepWithItsOwnTimingIsTimed) {
+  Assign(0, 0);
+  ProgramStep s;
+  s.step = 1;
+  s.step_seconds = 0.8;
+  s.compute_seconds = 0.6;
+  const StepMessage m = Sent<StepMessage>(Say(last_pid_, s)).at(0);
+  EXPECT_DOUBLE_EQ(m.compute_seconds, 0.6);
+  EXPECT_NEAR(m.wait_seconds, 0.2, 1e-12);
+}
+
 TEST_F(LaunchMachineTest, StepsGoToTheAgentAndRankZeroWritesEveryLogPeriodthToMetrics) {
   Assign(0, 0);
   const int prog = last_pid_;

@@ -332,6 +332,37 @@ TEST(ProgramMessageTest, RejectsBadTokensAndStepSeconds) {
   EXPECT_THAT(st.message(), HasSubstr("'step_seconds'"));
 }
 
+TEST(ProgramMessageTest, StepComputeSecondsIsOptionalAndAtMostTheStep) {
+  ProgramMessage m;
+  ASSERT_TRUE(Parse(R"({"type":"step","step":3,"step_seconds":0.5,"compute_seconds":0.375})", &m).ok());
+  EXPECT_EQ(std::get<ProgramStep>(m).compute_seconds, 0.375);
+  ASSERT_TRUE(Parse(R"({"type":"step","step":3,"step_seconds":0.5,"compute_seconds":0.5})", &m).ok());
+  EXPECT_EQ(std::get<ProgramStep>(m).compute_seconds, 0.5) << "all of it";
+  ASSERT_TRUE(Parse(R"({"type":"step","step":3,"step_seconds":0.5,"compute_seconds":0})", &m).ok());
+  EXPECT_EQ(std::get<ProgramStep>(m).compute_seconds, 0.0) << "none of it";
+  ASSERT_TRUE(Parse(R"({"type":"step","step":3,"step_seconds":0.5,"compute_seconds":0.5000000001})", &m).ok())
+      << "a clock's rounding is no reason to drop a report";
+  ASSERT_TRUE(Parse(R"({"type":"step","step":3,"compute_seconds":2.5})", &m).ok()) << "without step_seconds";
+  EXPECT_EQ(std::get<ProgramStep>(m).compute_seconds, 2.5);
+  for (const char* absent : {R"({"type":"step","step":3,"step_seconds":0.5})",
+                             R"({"type":"step","step":3,"step_seconds":0.5,"compute_seconds":null})"}) {
+    ASSERT_TRUE(Parse(absent, &m).ok()) << absent;
+    EXPECT_FALSE(std::get<ProgramStep>(m).compute_seconds.has_value()) << absent;
+  }
+}
+
+TEST(ProgramMessageTest, RejectsBadComputeSeconds) {
+  ExpectRejected(R"({"type":"step","step":1,"step_seconds":0.5,"compute_seconds":0.6})", "compute_seconds");
+  ExpectRejected(R"({"type":"step","step":1,"compute_seconds":-0.1})", "compute_seconds");
+  ExpectRejected(R"({"type":"step","step":1,"compute_seconds":"0.1"})", "compute_seconds");
+  ExpectRejected(R"({"type":"step","step":1,"compute_seconds":[0.1]})", "compute_seconds");
+  nlohmann::json inf = {{"type", "step"}, {"step", 1}, {"compute_seconds", std::numeric_limits<double>::infinity()}};
+  ProgramMessage m;
+  const Status st = ParseProgramMessage(inf, &m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("'compute_seconds'"));
+}
+
 TEST(ProgramMessageTest, MetricsAtMost32FiniteNumbersWithPlainNames) {
   nlohmann::json j = {{"type", "step"}, {"step", 1}, {"metrics", nlohmann::json::object()}};
   for (int i = 0; i < 32; ++i) j["metrics"]["m" + std::to_string(i)] = i;

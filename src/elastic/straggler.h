@@ -1,0 +1,80 @@
+// Stragglers as a pure rule (issue 32): from the step anatomy each rank reports with its
+// progress (WorkerRecord::compute_seconds over its last kAnatomyWindow steps), which
+// ranks are slow, since when, and whether taking one out pays. No I/O, no clock: the
+// Decider (elastic/policy.cpp) calls these with what the store shows and keeps the
+// tracking in the persisted JobRecord, so a restarted head goes on where it was.
+//
+// The rule, in words:
+//   - A rank is judged only on a full window (kAnatomyWindow timed steps of the current
+//     generation), against the median of the *other* ranks' compute seconds per step
+//     (a leave-one-out median: with two ranks, the other one; a slow rank never drags
+//     its own yardstick). Compute, not step time: in a synchronous step every rank's step
+//     lasts as long as the slowest one's; the others' extra time shows up as waiting.
+//   - slowdown = its compute / that median. Above straggler_threshold it is *slow*; it
+//     is named (straggler_detected) once it has stayed slow over
+//     straggler_persistence_steps consecutive steps (every judgement in between slow).
+//   - A named straggler is cleared (straggler_cleared) when a full window shows it below
+//     the midpoint between 1 and the threshold (hysteresis: no flapping at the edge).
+//   - Fewer than two ranks with a full window: nobody is judged.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "wire/events.h"
+#include "wire/protocol.h"
+
+namespace elastrain {
+
+// The seconds a re-plan is assumed to cost before one has been measured (the recovery of
+// a generation change: stop at a boundary, plan, restore, first step).
+inline constexpr double kDefaultReplanSeconds = 10;
+
+struct StragglerSettings {
+  double threshold = 1.35;
+  int64_t persistence_steps = 10;
+  StragglerPolicy policy = StragglerPolicy::kAlert;
+};
+
+// One member of the running generation, with its anatomy as its record reports it.
+struct RankTiming {
+  int rank = -1;
+  std::string worker, host;
+  double compute_seconds = 0, wait_seconds = 0;  // means per step over the window
+  int64_t timed_steps = 0, timed_until_step = -1;
+};
+
+struct StragglerJudgement {
+  std::vector<StragglerDetectedEvent> detected;  // named now
+  std::vector<StragglerClearedEvent> cleared;    // back to pace now
+  std::vector<std::string> refused;              // records not judged, and why (logged)
+};
+
+// Judges generation `generation`'s ranks and updates `tracks` (worker id -> tracking; the
+// JobRecord's). Tracks of other generations, or of workers no longer in `ranks`, are
+// dropped (a named one is cleared with reason "generation ended"). `step` is the newest
+// step the controller has seen (for the events).
+StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step,
+                                   const StragglerSettings& s, std::map<std::string, StragglerTrack>* tracks);
+
+// Whether re-planning without `out` (the named stragglers' ranks) pays, and the figures:
+//   now_step  = the median over ranks of compute + wait (the synchronous step's pace)
+//   next_step = the median compute of the others x world / (world - |out|) (the same
+//               global batch over fewer ranks) + the median wait of the stragglers (the
+//               communication a rank that never waits for others still pays)
+//   gain      = remaining_steps x (now_step - next_step); it pays when gain > cost, with
+//               cost = the last measured re-plan (recovery) or kDefaultReplanSeconds.
+struct ExclusionCase {
+  double now_step_seconds = 0, next_step_seconds = 0;
+  double expected_gain_seconds = 0, replan_cost_seconds = 0;
+  bool pays = false;
+  std::string reason;  // the sentence for host_excluded or for the log when it does not pay
+};
+ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
+                             int64_t remaining_steps, double measured_replan_seconds);
+
+}  // namespace elastrain
