@@ -9,7 +9,7 @@
 //   3. the built-in probe: a GEMM (a plain loop: elastic/ does not link kernels/) and a
 //      memory copy through two buffers of kProbeCopyBytes (8 MB a run), each the best of
 //      several short runs (each within one scheduler slice) inside a time
-//      budget (about 0.2 s each): what the hardware can do, not what one busy moment on a
+//      budget (about 0.1 s each): what the hardware can do, not what one busy moment on a
 //      shared machine gives. Its figures are compared with the other hosts' by the gate;
 //      alone they fail nothing;
 //   4. the command, run by /bin/sh -c in its own process group with a timeout: exit 0 is
@@ -41,7 +41,7 @@ inline constexpr double kHealthRecordPeriods = 3;
 inline constexpr size_t kHealthOutputLimit = 2048;
 // The built-in probe: the bytes its memory copy moves per run, and each part's budget.
 inline constexpr size_t kProbeCopyBytes = size_t{64} << 20;  // each of its two buffers
-inline constexpr std::chrono::milliseconds kProbeBudget{200};
+inline constexpr std::chrono::milliseconds kProbeBudget{100};
 
 struct HealthCheckOptions {
   std::string command;  // run by /bin/sh -c; empty: the built-in steps only

@@ -1,7 +1,7 @@
 # Issue #32, Done-when 4 (health checks), on emulated hosts (tests/cluster/README.md):
 # etcd and the head on host `store`, agents of 2 slots on h1 and h2, num_workers=2:4. h2's
 # agent runs `--health-check` with a script that fails until a file exists, checked every
-# 2 s while idle. h2 is never planned while it fails and the host_health event says why;
+# 3 s while idle. h2 is never planned while it fails and the host_health event says why;
 # once the file exists, the next periodic check passes and the job grows onto h2.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
@@ -18,7 +18,7 @@ exit 1
 CHECK
 chmod +x "$WORK/check_h2.sh"
 host_bg h2 "$WORK/agent_h2.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 --id h2-1 --host-name h2 \
-  --address "$(host_ip h2)" --lease-seconds "$LEASE" --health-check "$WORK/check_h2.sh" --health-check-period 2
+  --address "$(host_ip h2)" --lease-seconds "$LEASE" --health-check "$WORK/check_h2.sh" --health-check-period 3
 submit_job health steps=100000 checkpoint_period=20 num_workers=2:4 global_batch_size=8 per_device_batch_size=2
 wait_until 120 at_step 5 && pass "training on h1 (world $(field world), step $(run_step))" ||
   fail "no step 5: $(field state) $(field reason)"
