@@ -33,6 +33,12 @@ void Check(const ProgramMessage& m) {
     FUZZ_CHECK(std::isnan(s->loss) || std::isfinite(s->loss), "step: loss finite or not given");
     FUZZ_CHECK(s->tokens >= 0 && s->tokens <= kMaxStep, "step: tokens in [0, 2^50]");
     FUZZ_CHECK(std::isfinite(s->step_seconds) && s->step_seconds >= 0, "step: step_seconds finite and >= 0");
+    if (s->compute_seconds) {
+      const double c = *s->compute_seconds;
+      FUZZ_CHECK(std::isfinite(c) && c >= 0, "step: compute_seconds finite and >= 0");
+      FUZZ_CHECK(s->step_seconds == 0 || c <= s->step_seconds * (1 + 1e-6) + 1e-9,
+                 "step: compute_seconds at most step_seconds (up to rounding)");
+    }
     FUZZ_CHECK(s->metrics.size() <= 32, "step: at most 32 metrics");
     for (const auto& [name, value] : s->metrics) {
       FUZZ_CHECK(MetricName(name), "step: metric names of 1 to 64 of A-Z a-z 0-9 _ .");
