@@ -1,5 +1,5 @@
 // The records of the coordination store (src/wire/protocol.h): JobSpec, AgentInfo,
-// AgentReport, Plan, JobControl, GenerationStop, AgentCommand, JobRecord. The input is a
+// HealthRecord, AgentReport, Plan, JobControl, GenerationStop, AgentCommand, JobRecord. The input is a
 // store value (JSON text), decoded as every record type (any process that can write
 // the store can put any text under any key). Property of a decoded record: its ToJson
 // text decodes back and encodes to the same text.
@@ -34,6 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = fuzz::AsString(data, size);
   Decode<JobSpec>(text);
   Decode<AgentInfo>(text);
+  Decode<HealthRecord>(text);
   Decode<AgentReport>(text);
   Decode<Plan>(text);
   Decode<JobControl>(text);

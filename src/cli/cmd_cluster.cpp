@@ -2,6 +2,7 @@
 //   elastrain head --store etcd[s]://HOST:PORT [--store-ca ...] [--host H] [--port P] [--token-file F]
 //                  [--tls-cert C --tls-key K] [--metrics-without-token] [--allowed-host N]
 //   elastrain agent --store etcd[s]://HOST:PORT [--store-ca ...] [--slots K] [--id ID] [--host-name N] [--address IP]
+//                   [--health-check CMD] [--health-check-timeout S] [--health-check-period S]
 //                   (identity defaults from Kubernetes' downward API or Slurm: elastic/host_identity.h)
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...] [-- PROGRAM ARGS]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
@@ -183,9 +184,21 @@ int RunAgentCommand(const std::vector<std::string>& args) {
                  "route to the store)");
   app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
       ->check(CLI::Range(0.5, 3600.0));
+  double health_timeout = kDefaultHealthCheckTimeout.count() / 1000.0;
+  app.add_option("--health-check", opt.health_check_command,
+                 "a command (run by /bin/sh -c) that checks this host: exit 0 = healthy, else its output is the "
+                 "reason; run with the built-in checks at registration, on the controller's request and "
+                 "periodically while idle");
+  app.add_option("--health-check-timeout", health_timeout, "seconds the --health-check command may run")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--health-check-period", opt.health_check_period,
+                 "seconds between health checks while idle (0: only at registration and when the controller asks)")
+      ->check(CLI::Range(0.0, 86400.0));
   double store_wait = 0;
   AddStoreWaitOption(app, &store_wait);
   if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
+  opt.health_checks = true;  // the built-in checks always run under `elastrain agent`
+  opt.health_check_timeout = std::chrono::milliseconds(static_cast<int64_t>(health_timeout * 1000));
   auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });
   if (!identity.ok()) return FailCommand("agent", identity.status());
   if (identity->address.empty()) {

@@ -84,6 +84,7 @@ class Agent::Impl {
   ~Impl() {
     keeper_.Stop();
     StopWatcher();
+    CancelHealthCheck();
   }
   Result<AgentEnd> Run();
 
@@ -132,6 +133,21 @@ class Agent::Impl {
   void LogSlowed(const std::string& worker);
   void Do(const Finish& a) { end_ = a.end; }
 
+  // Health checks (elastic/health_check.h).
+  HealthCheckOptions HealthOptions() const;
+  void WriteHealth(const HealthRecord& rec);
+  // Starts a check on health_thread_ when one is due (asked for, or the period passed
+  // while idle), or renews the last verdict while busy.
+  void MaybeCheckHealth();
+  bool WorkersIdle() const;
+  void JoinHealthThread();
+  void CancelHealthCheck();
+  // How often the record is written (checked, or renewed): the period, or with period 0
+  // the default (a record that is only renewed must still not expire).
+  double HealthInterval() const {
+    return opt_.health_check_period > 0 ? opt_.health_check_period : kDefaultHealthCheckPeriodSeconds;
+  }
+
   Agent* a_;
   Store& store_;
   AgentOptions opt_;
@@ -157,6 +173,14 @@ class Agent::Impl {
   std::optional<AgentEnd> end_;
   std::string last_store_error_;
   WorkerThrottles throttles_;  // chaos slow; destroyed (undone) with the agent on every path
+  std::string run_dir_;                    // the job's, once seen: its health check writes there
+  std::thread health_thread_;
+  std::atomic<bool> health_running_{false};
+  std::atomic<bool> health_cancel_{false};  // the agent is stopping: a running check gives up
+  bool health_asked_ = false;              // a check_health command came
+  Clock::time_point next_health_;
+  std::mutex health_mu_;
+  std::optional<HealthRecord> last_health_;  // GUARDED_BY(health_mu_): the newest written
 };
 
 // ---------------------------------------------------------------- the machine
@@ -267,6 +291,7 @@ AgentInfo Agent::Impl::Info(int slots, bool preempting) const {
   info.pid = static_cast<int>(::getpid());
   info.started_at = WallSeconds();
   info.preempting = preempting;
+  info.health_checks = opt_.health_checks;
   return info;
 }
 
@@ -419,6 +444,7 @@ JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
   JobObserved o;
   o.spec = k.spec;
   if (k.spec) GuardDirectory(k.spec->run_dir);  // the workers' logs go there
+  if (k.spec) run_dir_ = k.spec->run_dir;
   if (k.record && k.spec && k.record->job_id == k.spec->job_id) {
     o.terminal = IsTerminal(k.record->state);
   }
@@ -446,7 +472,10 @@ void Agent::Impl::RunCommands() {
     (void)store_.Delete(kv.key);
     AgentCommand c;
     Status st = FromJson(kv.value, &c);
-    if (st.ok()) Feed(CommandSeen{c});
+    if (st.ok() && c.action == CommandAction::kCheckHealth) {
+      health_asked_ = opt_.health_checks;  // carried out by MaybeCheckHealth, off the loop
+      if (!opt_.health_checks) LOG_WARN("agent {}: check_health asked, but this agent runs no health checks", opt_.id);
+    } else if (st.ok()) Feed(CommandSeen{c});
     else LOG_WARN("agent {}: ignored a command: {}", opt_.id, st.message());
   }
 }
@@ -509,6 +538,12 @@ Result<AgentEnd> Agent::Impl::Run() {
     const int swept = SweepStaleThrottleCgroups(kCpuCgroupRoot + (own.value() == "/" ? "" : own.value()));
     if (swept > 0) LOG_INFO("agent {}: removed {} empty throttle cgroup(s) left behind", opt_.id, swept);
   }
+  if (opt_.health_checks) {
+    // Before it offers slots: a host is never seen without a verdict. A failing one
+    // registers all the same (the controller says why it is not planned).
+    WriteHealth(RunHealthCheck(HealthOptions(), opt_.host, opt_.id, HealthInterval()));
+    next_health_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(1000 * HealthInterval()));
+  }
   ELASTRAIN_RETURN_IF_ERROR(Register());
   watcher_ = std::thread([this] { WatchStore(); });
   bool stop_fed = false, preempt_fed = false;
@@ -531,8 +566,10 @@ Result<AgentEnd> Agent::Impl::Run() {
     }
     RegisterAgainIfLost();
     ExpireThrottles();
+    if (opt_.health_checks) MaybeCheckHealth();
     Feed(Tick{});
   }
+  CancelHealthCheck();
   throttles_.StopAll();
   // Revoking the lease removes this agent's keys: a change, which ends the watcher's
   // wait at once rather than at its timeout.
@@ -542,6 +579,79 @@ Result<AgentEnd> Agent::Impl::Run() {
   StopWatcher();
   LOG_INFO("agent {}: stopped", opt_.id);
   return *end_;
+}
+
+// ---------------------------------------------------------------- health checks
+HealthCheckOptions Agent::Impl::HealthOptions() const {
+  HealthCheckOptions h;
+  h.command = opt_.health_check_command;
+  h.timeout = opt_.health_check_timeout;
+  h.run_dir = run_dir_;
+  h.store_reachable = [this] { return store_.Revision().status(); };
+  h.cancelled = [this] { return health_cancel_.load(); };
+  return h;
+}
+
+void Agent::Impl::WriteHealth(const HealthRecord& rec) {
+  if (rec.healthy) LOG_INFO("agent {}: health check passed (GEMM {:.2f} GFLOP/s, memory {:.2f} GB/s)", opt_.id,
+                            rec.gemm_gflops, rec.memory_gbps);
+  else LOG_WARN("agent {}: health check failed: {}", opt_.id, rec.reason);
+  // Not leased: the record outlives this agent and a head restart; it expires instead.
+  Status st = store_.Put(keys::Health(opt_.host), ToJson(rec)).status();
+  if (!st.ok()) LOG_WARN("agent {}: cannot write {}: {}", opt_.id, keys::Health(opt_.host), st.message());
+  std::lock_guard<std::mutex> lock(health_mu_);
+  last_health_ = rec;
+}
+
+bool Agent::Impl::WorkersIdle() const {
+  for (const std::string& id : machine_->WorkerIds()) {
+    const WorkerRecord* w = machine_->Worker(id);
+    if (w && (w->phase == WorkerPhase::kRunning || w->phase == WorkerPhase::kLeaving)) return false;
+  }
+  return true;
+}
+
+void Agent::Impl::JoinHealthThread() {
+  if (health_thread_.joinable()) health_thread_.join();  // within the command's timeout + the probe
+}
+
+void Agent::Impl::CancelHealthCheck() {
+  health_cancel_ = true;  // its command is killed within one poll; the probe is under a second
+  JoinHealthThread();
+}
+
+void Agent::Impl::MaybeCheckHealth() {
+  if (health_running_) return;
+  const Clock::time_point now = Clock::now();
+  if (!health_asked_ && now < next_health_) return;
+  const double period = HealthInterval();
+  next_health_ = now + std::chrono::milliseconds(static_cast<int64_t>(1000 * period));
+  const bool check = health_asked_ || (opt_.health_check_period > 0 && WorkersIdle());
+  health_asked_ = false;
+  if (!check) {
+    // Busy (or checking only when asked): the last verdict is renewed, not re-measured.
+    std::optional<HealthRecord> rec;
+    {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      rec = last_health_;
+    }
+    if (!rec) return;
+    rec->expires_at = WallSeconds() + kHealthRecordPeriods * period;
+    Status st = store_.Put(keys::Health(opt_.host), ToJson(*rec)).status();
+    if (!st.ok()) LOG_WARN("agent {}: cannot renew {}: {}", opt_.id, keys::Health(opt_.host), st.message());
+    else {
+      std::lock_guard<std::mutex> lock(health_mu_);
+      last_health_ = rec;
+    }
+    return;
+  }
+  JoinHealthThread();  // the last one has ended (health_running_ is false)
+  health_running_ = true;
+  health_thread_ = std::thread([this, h = HealthOptions()] {
+    WriteHealth(RunHealthCheck(h, opt_.host, opt_.id, HealthInterval()));
+    health_running_ = false;
+    a_->wake_.Notify();
+  });
 }
 
 Agent::Agent(std::shared_ptr<Store> store, AgentOptions opt) : store_(std::move(store)), opt_(std::move(opt)) {

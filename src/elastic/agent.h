@@ -28,6 +28,14 @@
 // workers never outlive its registration); when the lease is gone the agent registers
 // again with a new one, its slots fresh capacity.
 //
+// Health checks (elastic/health_check.h; `elastrain agent` runs them, the agent embedded in
+// `elastrain train` does not): one before it registers, one whenever the controller sends
+// check_health, and one every health_check_period seconds while none of its workers is in
+// a generation; while they are, the last verdict is renewed instead (training is the
+// check then, and the probe would take the workers' CPU). Checks run on a thread of their
+// own; each writes elastrain/health/<host>. A failing host still registers, so that the
+// controller can say why it is not planned.
+//
 // Threading: Run() owns all state and must stay on the thread that spawns the workers
 // (PR_SET_PDEATHSIG is tied to that thread). Preempt() and RequestStop() may be called
 // from any thread or a signal handler.
@@ -42,6 +50,7 @@
 #include "common/status.h"
 #include "common/wakeup.h"
 #include "elastic/agent_machine.h"  // AgentEnd
+#include "elastic/health_check.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -67,6 +76,11 @@ struct AgentOptions {
   // The store handle lease renewals use; null: the main one. Give it a request timeout of
   // about lease_ttl / 4 (LeaseKeeper's timing); the main one keeps its longer timeout.
   std::shared_ptr<Store> lease_store;
+  // Health checks (elastic/health_check.h): off unless `health_checks`.
+  bool health_checks = false;
+  std::string health_check_command;  // --health-check: run by /bin/sh -c; empty: the built-in steps only
+  std::chrono::milliseconds health_check_timeout = kDefaultHealthCheckTimeout;
+  double health_check_period = kDefaultHealthCheckPeriodSeconds;  // 0: at registration and on command only
 };
 
 class Agent {

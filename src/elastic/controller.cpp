@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "common/log.h"
 #include "wire/events.h"
 #include "wire/job_state.h"
+#include "elastic/health_gate.h"
 #include "elastic/policy.h"
 #include "jobctl/cluster_view.h"
 #include "common/events.h"
@@ -78,6 +80,7 @@ class Controller::Impl {
   EventLog events_;
   int64_t command_serial_ = 0;
   std::set<std::string> warned_;  // Decision::warnings already logged
+  std::map<std::string, std::string> refused_health_;  // key -> why, as last logged (once per change)
 };
 
 Status Controller::Impl::AcquireLeadership(const std::atomic<bool>& stop) {
@@ -142,6 +145,8 @@ Result<Observation> Controller::Impl::Observe(int64_t* plan_revision) {
   obs.plan = std::move(view.plan);
   *plan_revision = view.plan_revision;
   obs.stop_requested = view.stop_requested;
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> health, store_->List(keys::HealthPrefix()));
+  obs.health = LoadHealthRecords(health, &refused_health_);
   return obs;
 }
 

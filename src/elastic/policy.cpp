@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "elastic/hang.h"
+#include "elastic/health_gate.h"
 #include "plan/ram_tier.h"
 #include "plan/mesh_for_config.h"
 
@@ -137,6 +138,7 @@ class Decider {
   const JobSettings& s_;
   Decision d_;
   std::set<std::string> replacing_;  // workers killed in this decision: not planned again
+  HealthGateResult health_;  // which hosts their health checks let be planned (elastic/health_gate.h)
 };
 
 void Decider::Transition(JobState to, const std::string& reason) {
@@ -623,6 +625,7 @@ std::vector<const ObservedWorker*> Decider::Candidates(bool* used_cooled, int ru
     const AgentInfo* a = FindAgent(w.agent);
     if (!a || a->preempting || w.departed || w.rec.phase != WorkerPhase::kIdle || in_plan.count(w.rec.id)) continue;
     if (replacing_.count(w.rec.id)) continue;
+    if (!health_.Plannable(w.host)) continue;  // failing or owing a health check: never, not even cooled
     all.push_back(&w);
     if (!InCooldown(w.host) && !Excluded(w)) usable.push_back(&w);
   }
@@ -808,6 +811,7 @@ Decision Decider::Run() {
   if (r().started_at == 0) r().started_at = obs_.now;
   for (const ObservedWorker& w : obs_.workers)
     r().latest_checkpoint_step = std::max(r().latest_checkpoint_step, w.rec.checkpoint_step);
+  health_ = ApplyHealthGate(obs_.agents, obs_.health, obs_.now, s_.job_id, &r(), &d_.events, &d_.commands);
   // A generation that ends here plans the next one itself (EndGeneration -> TryStart).
   if (state() == JobState::kRunning) EvaluateGeneration();
   else TryStart();

@@ -171,7 +171,10 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   s.latest_checkpoint_step = rec.latest_checkpoint_step;
   s.started_at = rec.started_at;
   s.ended_at = rec.ended_at;
-  for (const AgentInfo& a : v.cluster.agents) s.agents.push_back({a.id, a.host, a.slots, a.preempting});
+  for (const AgentInfo& a : v.cluster.agents) {
+    auto why = rec.host_unplanned.find(a.host);
+    s.agents.push_back({a.id, a.host, a.slots, a.preempting, why == rec.host_unplanned.end() ? "" : why->second});
+  }
   const auto workers = v.cluster.Workers();
   if (v.cluster.plan) {
     for (const PlanMember& m : v.cluster.plan->members) {

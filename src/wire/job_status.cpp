@@ -9,7 +9,7 @@
 
 namespace elastrain {
 
-ELASTRAIN_JSON_RECORD(JobStatusAgent, id, host, slots, preempting)
+ELASTRAIN_JSON_RECORD(JobStatusAgent, id, host, slots, preempting, not_planned)
 ELASTRAIN_JSON_RECORD(JobStatusRank, rank, host, agent, worker, pid, step, phase, compute_seconds, wait_seconds,
                       timed_steps, collective_seq, collective_kind, in_collective, straggler, slowdown)
 ELASTRAIN_JSON_RECORD(JobStatusHost, host, health, check, reason, checked_at, expires_at, excluded_until)
@@ -75,6 +75,8 @@ std::string FormatJobStatus(const JobStatus& s) {
     }
   }
   out += fmt::format("  {} agents, {} idle workers\n", s.agents.size(), s.idle_workers);
+  for (const JobStatusAgent& a : s.agents)
+    if (!a.not_planned.empty()) out += fmt::format("  agent {} on {} is not planned: {}\n", a.id, a.host, a.not_planned);
   if (!s.hosts.empty()) {
     out += "  hosts:\n";
     for (const JobStatusHost& h : s.hosts) {

@@ -23,6 +23,7 @@ struct JobStatusAgent {
   std::string host;
   int slots = 0;
   bool preempting = false;
+  std::string not_planned;  // why its host is kept out of plans (health checks, exclusion); "" when it is not
 };
 
 // A rank of the current generation's plan.

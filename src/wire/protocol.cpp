@@ -15,7 +15,7 @@ namespace elastrain {
 // Missing fields keep their defaults, so records written by an older or newer version
 // still load; integer fields take only JSON integers in range (common/json.h).
 ELASTRAIN_JSON_RECORD(JobSpec, job_id, config_yaml, run_dir, submitted_at)
-ELASTRAIN_JSON_RECORD(AgentInfo, id, host, address, slots, pid, started_at, preempting)
+ELASTRAIN_JSON_RECORD(AgentInfo, id, host, address, slots, pid, started_at, preempting, health_checks)
 ELASTRAIN_JSON_RECORD(HealthRecord, host, agent, healthy, check, reason, checked_at, expires_at, gemm_gflops,
                       memory_gbps)
 ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
@@ -38,7 +38,7 @@ ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failu
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
                                                 trained_until, waited_since_trained, noted, host_failures,
                                                 cooldown_until, stragglers, excluded_at, excluded_workers, host_healthy, hang_diagnosed_gen,
-                                                last_recovery_seconds)
+                                                last_recovery_seconds, health_asked_at, host_unplanned)
 
 namespace {
 template <typename T>

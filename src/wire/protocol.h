@@ -74,6 +74,7 @@ struct AgentInfo {
   int pid = 0;
   double started_at = 0;
   bool preempting = false;   // got a preemption notice: its workers are leaving
+  bool health_checks = false;  // writes HealthRecords: planned only on a passing one (elastic/health_gate.h)
 };
 
 // A host's last health check (issue 32), written by its agent at registration, before
@@ -265,6 +266,8 @@ struct JobRecord {
   std::map<std::string, double> excluded_at;                 // host -> when it was excluded
   std::map<std::string, double> excluded_workers;            // worker id -> end of its exclusion (a slow rank on a shared host)
   std::map<std::string, bool> host_healthy;                  // host -> last health seen (for host_health events)
+  std::map<std::string, double> health_asked_at;             // host -> when check_health was last sent to it
+  std::map<std::string, std::string> host_unplanned;         // host -> why its health keeps it out of plans (status)
   int64_t hang_diagnosed_gen = -1;     // generation whose hang was diagnosed (once each)
   double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
 };
