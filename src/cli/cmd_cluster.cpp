@@ -7,6 +7,7 @@
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR]
 //   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
+//   elastrain chaos  slow --rank R --factor F [--seconds S] | unslow --rank R  [--head URL | --run-dir DIR]
 // (each job command also takes --token-file PATH and --ca-cert PATH)
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url;
@@ -35,6 +36,7 @@
 #include "elastic/controller.h"
 #include "elastic/host_identity.h"
 #include "wire/exit_codes.h"
+#include "wire/protocol.h"
 #include "wire/worker_vocab.h"
 #include "monitor/job_api.h"
 #include "jobctl/run_token.h"
@@ -83,23 +85,7 @@ Status RefuseTokenArgument(const std::vector<std::string>& args) {
   return Status::OK();
 }
 
-void PrintStatus(const JobStatus& s) {
-  std::printf("job %s: %s\n", s.job.c_str(), JobStateName(s.state));
-  std::printf("  %s\n", s.reason.c_str());
-  std::printf("  generation %lld, %d workers (num_workers=%s), step %lld of %lld\n", static_cast<long long>(s.generation),
-              s.world, s.num_workers.c_str(), static_cast<long long>(s.step), static_cast<long long>(s.steps));
-  std::printf("  failures %lld (max_failures=%lld), restarts %lld, latest checkpoint step %lld\n",
-              static_cast<long long>(s.failures), static_cast<long long>(s.max_failures),
-              static_cast<long long>(s.restarts), static_cast<long long>(s.latest_checkpoint_step));
-  std::printf("  run directory %s\n", s.run_dir.c_str());
-  if (!s.ranks.empty()) {
-    std::printf("  %-5s %-16s %-8s %-7s %-10s %s\n", "RANK", "HOST", "PID", "STEP", "PHASE", "WORKER");
-    for (const JobStatusRank& r : s.ranks)
-      std::printf("  %-5d %-16s %-8d %-7lld %-10s %s\n", r.rank, r.host.c_str(), r.pid, static_cast<long long>(r.step),
-                  r.phase.c_str(), r.worker.c_str());
-  }
-  std::printf("  %d agents, %d idle workers\n", static_cast<int>(s.agents.size()), s.idle_workers);
-}
+void PrintStatus(const JobStatus& s) { std::fputs(FormatJobStatus(s).c_str(), stdout); }
 
 // How a job command fails after asking the API: an answer it could not read (a
 // Corruption of cli/api_client.h: not JSON, wrong types, missing fields) exits
@@ -329,25 +315,46 @@ int RunChaosCommand(const std::vector<std::string>& args) {
   std::string action, host;
   int rank = -1;
   bool hang = false;
+  double factor = 0, seconds = 0;
   if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("chaos", st);
-  app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP)")->required()->check(CLI::IsMember({"kill", "hang"}));
+  app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP) | slow (throttle its CPU) | unslow")
+      ->required()
+      ->check(CLI::IsMember({"kill", "hang", "slow", "unslow"}));
   app.add_flag("--hang", hang, "with kill: stop the rank (SIGSTOP) instead, as `chaos hang`");
   app.add_option("--rank", rank, "the rank of the current generation");
   app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
+  app.add_option("--factor", factor, "slow: the rank runs this many times slower, in (1, 100]");
+  app.add_option("--seconds", seconds, "slow: unslowed after this long (default 0: until `chaos unslow`)");
   api.Add(app);
   if (int rc = ParseArgs(app, "chaos", args); rc >= 0) return rc;
   if (hang) action = Name(CommandAction::kHang);
   if ((rank < 0) == host.empty())
     return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
-  const auto parsed = Parse<CommandAction>(action);  // kill or hang (checked above)
+  const auto parsed = Parse<CommandAction>(action);  // checked above
   if (!host.empty() && (!parsed.ok() || parsed.value() != CommandAction::kKill))
     return FailCommand("chaos", Status::InvalidArgument("--host goes with kill (a lost host), not " + action));
+  const bool slow = parsed.ok() && parsed.value() == CommandAction::kSlow;
+  if (slow && !(factor > 1 && factor <= kMaxSlowFactor))
+    return FailCommand("chaos", Status::InvalidArgument(fmt::format(
+                                    "slow --factor {}: expected a number in (1, {}] (how many times slower)", factor,
+                                    kMaxSlowFactor)));
+  if (slow && !(seconds >= 0 && seconds <= kMaxSlowSeconds))
+    return FailCommand("chaos", Status::InvalidArgument(fmt::format(
+                                    "slow --seconds {}: expected 0 (until unslow) to {}", seconds, kMaxSlowSeconds)));
+  if (!slow && (factor != 0 || seconds != 0))
+    return FailCommand("chaos", Status::InvalidArgument("--factor and --seconds go with slow, not " + action));
   auto target = api.Target();
   if (!target.ok()) return FailCommand("chaos", target.status());
   nlohmann::json body = {{"action", host.empty() ? action : Name(CommandAction::kHost)}, {"rank", rank}, {"host", host}};
+  if (slow) {
+    body["factor"] = factor;
+    body["seconds"] = seconds;
+  }
   auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/chaos", body);
   if (!st.ok()) return FailApiCall("chaos", st.status());
-  std::printf("chaos: %s %s\n", action.c_str(), host.empty() ? fmt::format("rank {}", rank).c_str() : host.c_str());
+  std::string what = host.empty() ? fmt::format("rank {}", rank) : host;
+  if (slow) what += fmt::format(" by {}x{}", factor, seconds > 0 ? fmt::format(" for {}s", seconds) : std::string());
+  std::printf("chaos: %s %s\n", action.c_str(), what.c_str());
   return kExitSuccess;
 }
 

@@ -39,6 +39,7 @@ void PrintUsage() {
       "  stop [--head URL | --run-dir DIR]\n"
       "                                       save and stop the job\n"
       "  chaos kill [--hang] --rank R | kill --host H [--head URL | --run-dir DIR]\n"
+      "  chaos slow --rank R --factor F [--seconds S] | unslow --rank R\n"
       "                                       rehearse a failure (all fault injection: docs/faults.md)\n"
       "  report RUN_DIR [--html PATH] [--json]\n"
       "                                       goodput breakdown and an HTML report of a run\n"

@@ -25,6 +25,7 @@
 #include "common/process.h"
 #include "config/config.h"
 #include "elastic/agent_machine.h"
+#include "elastic/cpu_throttle.h"
 #include "elastic/lease_keeper.h"
 #include "wire/channel.h"
 #include "wire/job_state.h"
@@ -119,7 +120,16 @@ class Agent::Impl {
   void Do(const UpdateRegistration& a) { (void)PutAgentInfo(a.slots, a.preempting); }
   void Do(const PutReport& a);
   void Do(const PutDeparture& a) { (void)store_.Put(keys::Departed(opt_.id), ToJson(a.report)); }
-  void Do(const KillHost&) { ::raise(SIGKILL); }
+  void Do(const KillHost&) {
+    throttles_.StopAll();  // no cgroup outlives the agent
+    ::raise(SIGKILL);
+  }
+  void Do(const SlowWorker& a);
+  void Do(const UnslowWorker& a);
+  void Do(const CheckHostHealth&);
+  // Chaos slow: throttles whose calibration ended start, those that ran out of time end.
+  void ExpireThrottles();
+  void LogSlowed(const std::string& worker);
   void Do(const Finish& a) { end_ = a.end; }
 
   Agent* a_;
@@ -146,6 +156,7 @@ class Agent::Impl {
   std::string settings_error_;
   std::optional<AgentEnd> end_;
   std::string last_store_error_;
+  WorkerThrottles throttles_;  // chaos slow; destroyed (undone) with the agent on every path
 };
 
 // ---------------------------------------------------------------- the machine
@@ -199,6 +210,42 @@ void Agent::Impl::Do(const SignalWorker& a) {
   // A worker leads its process group (SpawnSelf): a SIGKILL takes whatever it started
   // with it (a launched program and that program's children).
   ::kill(a.signal == SIGKILL ? -a.pid : a.pid, a.signal);
+}
+
+void Agent::Impl::Do(const SlowWorker& a) {
+  if (!procs_.count(a.worker) || a.pid <= 0) return;
+  Status st = throttles_.Slow(a.worker, a.pid, a.factor, a.threads, a.seconds, WallSeconds());
+  if (!st.ok()) LOG_WARN("agent {}: chaos slow of worker {} (pid {}) failed: {}", opt_.id, a.worker, a.pid, st.message());
+  else if (throttles_.Pending(a.worker))
+    LOG_INFO("agent {}: chaos slow: measuring the CPU share of worker {} (pid {}) for {}s", opt_.id, a.worker, a.pid,
+             kCalibrationSeconds);
+  else LogSlowed(a.worker);
+}
+
+void Agent::Impl::LogSlowed(const std::string& worker) {
+  const CpuThrottle* t = throttles_.Of(worker);
+  if (t == nullptr) return;
+  LOG_WARN("agent {}: chaos slow: worker {} (pid {}) at 1/{} of {:.2f} CPU(s): {}", opt_.id, worker, t->pid(),
+           t->factor(), t->cpus(), t->Describe());
+}
+
+void Agent::Impl::Do(const UnslowWorker& a) {
+  const bool was = throttles_.Of(a.worker) != nullptr || throttles_.Pending(a.worker);
+  Status st = throttles_.Unslow(a.worker);
+  if (!st.ok()) LOG_WARN("agent {}: chaos unslow of worker {}: {}", opt_.id, a.worker, st.message());
+  else if (was) LOG_WARN("agent {}: chaos unslow: worker {} runs at full speed again", opt_.id, a.worker);
+}
+
+void Agent::Impl::Do(const CheckHostHealth&) {
+  LOG_WARN("agent {}: check_health asked, but this agent runs no health check", opt_.id);
+}
+
+void Agent::Impl::ExpireThrottles() {
+  const WorkerThrottles::TickResult r = throttles_.Tick(WallSeconds());
+  for (const std::string& w : r.started) LogSlowed(w);
+  for (const auto& [w, why] : r.failed) LOG_WARN("agent {}: chaos slow of worker {} failed: {}", opt_.id, w, why);
+  for (const std::string& w : r.expired)
+    LOG_WARN("agent {}: chaos slow of worker {} ran its time: at full speed again", opt_.id, w);
 }
 
 void Agent::Impl::Do(const PutReport& a) {
@@ -341,6 +388,7 @@ void Agent::Impl::ReapExits() {
 }
 
 void Agent::Impl::Exited(const std::string& id, const ProcessExit& e) {
+  if (Status st = throttles_.Unslow(id); !st.ok()) LOG_WARN("agent {}: unslowing worker {}: {}", opt_.id, id, st.message());
   // Whatever is left of its process group (a launched program it started) goes with it.
   if (auto it = procs_.find(id); it != procs_.end() && it->second.pid > 0) ::kill(-it->second.pid, SIGKILL);
   procs_.erase(id);
@@ -457,6 +505,10 @@ Result<AgentEnd> Agent::Impl::Run() {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   machine_ = std::make_unique<AgentMachine>(
       AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends, store_.url()});
+  if (auto own = CpuCgroupOf(::getpid()); own.ok()) {  // left by an agent that was killed
+    const int swept = SweepStaleThrottleCgroups(kCpuCgroupRoot + (own.value() == "/" ? "" : own.value()));
+    if (swept > 0) LOG_INFO("agent {}: removed {} empty throttle cgroup(s) left behind", opt_.id, swept);
+  }
   ELASTRAIN_RETURN_IF_ERROR(Register());
   watcher_ = std::thread([this] { WatchStore(); });
   bool stop_fed = false, preempt_fed = false;
@@ -478,8 +530,10 @@ Result<AgentEnd> Agent::Impl::Run() {
       last_store_error_ = st.ok() ? "" : st.message();
     }
     RegisterAgainIfLost();
+    ExpireThrottles();
     Feed(Tick{});
   }
+  throttles_.StopAll();
   // Revoking the lease removes this agent's keys: a change, which ends the watcher's
   // wait at once rather than at its timeout.
   TellWatcherToStop();

@@ -305,6 +305,10 @@ void AgentMachine::On(const CommandSeen& in, double now, Actions* out) {
     out->push_back(KillHost{});  // its workers die with it (PR_SET_PDEATHSIG), the lease expires
     return;
   }
+  if (c.action == CommandAction::kCheckHealth) {  // the host's, not a worker's
+    out->push_back(CheckHostHealth{});
+    return;
+  }
   auto it = workers_.find(c.worker);
   if (it == workers_.end() || it->second.exited) return;
   LocalWorker& w = it->second;
@@ -322,11 +326,18 @@ void AgentMachine::On(const CommandSeen& in, double now, Actions* out) {
       Kill(w, SIGKILL, ExitKind::kHung, Describe(w) + " made no step progress; killed by the controller", out);
       break;
     case CommandAction::kHost: break;
-    case CommandAction::kSlow:
-    case CommandAction::kUnslow:
-    case CommandAction::kCheckHealth:
-      LOG_WARN("agent {}: {} is not carried out by this agent yet", opt_.id, Name(c.action));
+    case CommandAction::kSlow:  // chaos: a gray failure, the worker at 1/factor of its CPU
+      if (!(c.factor > 1 && c.factor <= kMaxSlowFactor) || !(c.seconds >= 0 && c.seconds <= kMaxSlowSeconds)) {
+        LOG_WARN("agent {}: refused slow of {}: factor {} (expected (1, {}]), seconds {} (expected 0 to {})",
+                 opt_.id, Describe(w), c.factor, kMaxSlowFactor, c.seconds, kMaxSlowSeconds);
+        break;
+      }
+      out->push_back(SlowWorker{w.rec.id, w.rec.pid, c.factor, c.seconds, WorkerThreads()});
       break;
+    case CommandAction::kUnslow:
+      out->push_back(UnslowWorker{w.rec.id});
+      break;
+    case CommandAction::kCheckHealth: break;  // above
   }
 }
 

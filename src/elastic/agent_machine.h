@@ -154,11 +154,18 @@ struct PutReport { AgentReport report; };
 struct PutDeparture { AgentReport report; };
 // Chaos: the whole host goes (the agent SIGKILLs itself; its workers die with it).
 struct KillHost {};
+// Chaos slow/unslow (issue 32): throttle the worker's processes to `threads` / `factor`
+// CPUs (elastic/cpu_throttle.h), for `seconds` (0: until an UnslowWorker); the executor
+// also unslows a worker when it exits and every worker when the agent ends.
+struct SlowWorker { std::string worker; int pid = 0; double factor = 0; double seconds = 0; int threads = 1; };
+struct UnslowWorker { std::string worker; };
+// The controller asks for this host's health check now (check_health).
+struct CheckHostHealth {};
 // The agent is done: revoke the lease and return `end` from Run.
 struct Finish { AgentEnd end = AgentEnd::kStopped; };
 
 using AgentAction = std::variant<SpawnWorker, SendToWorker, SignalWorker, UpdateRegistration, PutReport, PutDeparture,
-                                 KillHost, Finish>;
+                                 KillHost, SlowWorker, UnslowWorker, CheckHostHealth, Finish>;
 
 // Whether a step report's anatomy (compute_seconds, wait_seconds of step_seconds) can be
 // a measurement: each finite, >= 0 and <= kMaxTimedStepSeconds, and compute + wait <=

@@ -67,8 +67,9 @@ Status CheckStop(const GenerationStop& stop, const std::string& job_id) {
 Status CheckCommand(const AgentCommand& c, const std::string& job_id) {
   const std::string what = fmt::format("command {} {}", Name(c.action), c.worker);
   if (c.job_id != job_id) return Refuse(what, fmt::format("it is for job '{}', not {}", c.job_id, job_id));
-  if ((c.action == CommandAction::kHost) != c.worker.empty())
-    return Refuse(what, "expected a worker for every action but host, and none for host");
+  const bool of_host = c.action == CommandAction::kHost || c.action == CommandAction::kCheckHealth;
+  if (of_host != c.worker.empty())
+    return Refuse(what, "expected a worker for every action but host and check_health, and none for those");
   return Status::OK();
 }
 

@@ -101,7 +101,7 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
       }
       continue;
     }
-    if (slowdown <= s.threshold) {
+    if (slowdown <= s.threshold || t->compute_seconds - median < kMinStragglerExcessSeconds) {
       k.slow_since_step = -1;
       continue;
     }

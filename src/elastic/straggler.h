@@ -10,7 +10,10 @@
 //     (a leave-one-out median: with two ranks, the other one; a slow rank never drags
 //     its own yardstick). Compute, not step time: in a synchronous step every rank's step
 //     lasts as long as the slowest one's; the others' extra time shows up as waiting.
-//   - slowdown = its compute / that median. Above straggler_threshold it is *slow*; it
+//   - slowdown = its compute / that median. Above straggler_threshold, and at least
+//     kMinStragglerExcessSeconds above that median, it is *slow* (the floor: a step of a
+//     few milliseconds of compute measures 1.4-1.7x on a shared machine from scheduling
+//     alone -- `tiny` in test_observability -- and costs nothing worth acting on); it
 //     is named (straggler_detected) once it has stayed slow over
 //     straggler_persistence_steps consecutive steps (every judgement in between slow).
 //   - A named straggler is cleared (straggler_cleared) when a full window shows it below
@@ -33,6 +36,9 @@ namespace elastrain {
 // The seconds a re-plan is assumed to cost before one has been measured (the recovery of
 // a generation change: stop at a boundary, plan, restore, first step).
 inline constexpr double kDefaultReplanSeconds = 10;
+// A slow rank's compute must exceed the others' median by at least this per step: a few
+// scheduler time slices, below which a shared machine's noise is as large as the gap.
+inline constexpr double kMinStragglerExcessSeconds = 0.02;
 
 struct StragglerSettings {
   double threshold = 1.35;

@@ -61,15 +61,29 @@ Status RequestJobStop(Store& store) {
   return store.Put(keys::JobControl(), ToJson(c)).status();
 }
 
-Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host) {
+Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host,
+                    double factor, double seconds) {
   auto parsed = Parse<CommandAction>(action);
   if (!parsed.ok() || !IsChaosAction(parsed.value()))
-    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang or host");
+    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang, host, slow or unslow");
+  const bool slow = parsed.value() == CommandAction::kSlow;
+  if (slow && !(factor > 1 && factor <= kMaxSlowFactor))
+    return Status::InvalidArgument(fmt::format("chaos slow: factor {}: expected a number in (1, {}]", factor,
+                                               kMaxSlowFactor));
+  if (slow && !(seconds >= 0 && seconds <= kMaxSlowSeconds))
+    return Status::InvalidArgument(fmt::format("chaos slow: seconds {}: expected 0 (until unslow) to {}", seconds,
+                                               kMaxSlowSeconds));
+  if (!slow && (factor != 0 || seconds != 0))
+    return Status::InvalidArgument("chaos " + action + ": only slow takes a factor and seconds");
+  if ((parsed.value() == CommandAction::kSlow || parsed.value() == CommandAction::kUnslow) && rank < 0)
+    return Status::InvalidArgument("chaos " + action + ": expected --rank R (a worker is slowed, not a host)");
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
   AgentCommand cmd;
   cmd.action = parsed.value();
   cmd.requested_at = WallSeconds();
   cmd.job_id = v.spec.job_id;
+  cmd.factor = factor;
+  cmd.seconds = seconds;
   std::string agent;
   if (cmd.action == CommandAction::kHost || (!host.empty() && rank < 0)) {
     if (!allow_host)

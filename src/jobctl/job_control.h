@@ -23,6 +23,9 @@ Status RequestJobStop(Store& store);
 // Resolves a rank (of the current generation) or a host to its agent and queues the
 // command there. InvalidArgument naming the rank or host when there is none;
 // `allow_host` false (embedded mode: one host, the job itself) refuses "host".
-Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host);
+// slow carries `factor` in (1, kMaxSlowFactor] and `seconds` in [0, kMaxSlowSeconds]
+// (wire/protocol.h; InvalidArgument naming the value otherwise); the other actions none.
+Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host,
+                    double factor = 0, double seconds = 0);
 
 }  // namespace elastrain

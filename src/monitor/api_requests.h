@@ -26,11 +26,16 @@ struct SubmitRequest {
 };
 Result<SubmitRequest> ParseSubmitRequest(std::string_view body);
 
-// POST /api/v1/chaos: {"action": "kill"|"hang"|"host", "rank": R, "host": NAME}.
+// POST /api/v1/chaos: {"action": "kill"|"hang"|"host"|"slow"|"unslow", "rank": R, "host":
+// NAME, "factor": F, "seconds": S}. factor and seconds go with slow only: factor in
+// (1, kMaxSlowFactor] (required), seconds in [0, kMaxSlowSeconds] (0 or absent: until
+// unslow); wire/protocol.h.
 struct ChaosRequest {
   std::string action;  // required
   int rank = -1;       // a rank of the current generation; -1 (or absent): none
   std::string host;    // a host or agent id (cluster mode); "" (or absent): none
+  double factor = 0;   // slow: how many times slower
+  double seconds = 0;  // slow: for how long (0: until unslow)
 };
 Result<ChaosRequest> ParseChaosRequest(std::string_view body);
 

@@ -38,6 +38,7 @@
 #include "monitor/prometheus.h"
 #include "monitor/request_guard.h"
 #include "monitor/run_view.h"
+#include "wire/events.h"
 #include "wire/job_status.h"
 #include "wire/protocol.h"
 
@@ -50,6 +51,100 @@ nlohmann::json ConfigStatusFields(const TrainConfig& cfg) {
           {"checkpoint_period", cfg.checkpoint_period},
           {"cost_per_worker_hour", cfg.cost_per_worker_hour},
           {"model_name", cfg.model.name}};
+}
+
+namespace {
+
+// The hosts with a health record or an exclusion. A record that does not load is shown
+// as such (its reason the parse error), never trusted and never fatal.
+Result<std::vector<JobStatusHost>> HostsStatus(Store& store, const JobRecord& rec, double now) {
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> kvs, store.List(keys::HealthPrefix()));
+  std::map<std::string, JobStatusHost> hosts;
+  for (const KeyValue& kv : kvs) {
+    const std::string host = kv.key.substr(keys::HealthPrefix().size());
+    JobStatusHost& h = hosts[host];
+    h.host = host;
+    HealthRecord r;
+    if (Status st = FromJson(kv.value, &r); !st.ok()) {
+      h.health = "unreadable";
+      h.reason = st.message().substr(0, 300);
+      continue;
+    }
+    h.health = r.expires_at <= now ? "expired" : r.healthy ? "healthy" : "unhealthy";
+    h.check = r.check;
+    h.reason = r.reason.substr(0, 300);
+    h.checked_at = r.checked_at;
+    h.expires_at = r.expires_at;
+  }
+  for (const auto& [host, at] : rec.excluded_at) {
+    JobStatusHost& h = hosts[host];
+    h.host = host;
+    if (auto c = rec.cooldown_until.find(host); c != rec.cooldown_until.end()) h.excluded_until = c->second;
+  }
+  std::vector<JobStatusHost> out;
+  for (auto& [host, h] : hosts) out.push_back(std::move(h));
+  return out;
+}
+
+std::string JoinInts(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+std::string JoinStrings(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ",") + x;
+  return s;
+}
+
+// A gray-failure event in one line; nullopt for any other event.
+std::optional<JobStatusEvent> GrayEvent(const EventRecord& r) {
+  JobStatusEvent e{r.time, std::string(EventName(r.event)), ""};
+  if (const auto* d = EventAs<StragglerDetectedEvent>(r))
+    e.detail = fmt::format("rank {} on {}: {:.2f}x the median compute ({:.3f} s vs {:.3f} s a step) since step {}; "
+                           "policy {}",
+                           d->rank, d->host, d->slowdown, d->compute_seconds, d->median_compute_seconds, d->since_step,
+                           d->policy);
+  else if (const auto* c = EventAs<StragglerClearedEvent>(r))
+    e.detail = fmt::format("rank {} on {}: {} ({:.2f}x at step {})", c->rank, c->host, c->reason, c->slowdown, c->step);
+  else if (const auto* x = EventAs<HostExcludedEvent>(r))
+    e.detail = fmt::format("host {}: {}; expected gain {:.1f} s against a re-plan of {:.1f} s", x->host, x->reason,
+                           x->expected_gain_seconds, x->replan_cost_seconds);
+  else if (const auto* h = EventAs<HostHealthEvent>(r))
+    e.detail = fmt::format("host {}: {} ({}){}", h->host, h->healthy ? "healthy" : "UNHEALTHY", h->check,
+                           h->reason.empty() ? "" : ": " + h->reason);
+  else if (const auto* g = EventAs<HangDiagnosedEvent>(r))
+    e.detail = fmt::format("generation {} ({}): rank(s) {} behind on {}{}", g->generation, g->trigger,
+                           JoinInts(g->behind), JoinStrings(g->hosts), g->reason.empty() ? "" : ": " + g->reason);
+  else return std::nullopt;
+  return e;
+}
+
+}  // namespace
+
+std::vector<JobStatusEvent> GrayEvents(const std::string& run_dir, size_t max_events) {
+  std::deque<JobStatusEvent> last;
+  auto fd = OpenFile(run_dir + "/events.jsonl", O_RDONLY);
+  if (!fd.ok()) return {};
+  FILE* in = ::fdopen(fd->release(), "r");
+  if (in == nullptr) return {};
+  char* buf = nullptr;
+  size_t cap = 0;
+  for (ssize_t n; (n = ::getline(&buf, &cap, in)) > 0;) {
+    const std::string_view line(buf, static_cast<size_t>(n));
+    // Most lines are none of these: skip them unparsed.
+    if (line.find("straggler_") == std::string_view::npos && line.find("host_excluded") == std::string_view::npos &&
+        line.find("host_health") == std::string_view::npos && line.find("hang_diagnosed") == std::string_view::npos)
+      continue;
+    auto r = DecodeEventLine(line);
+    if (!r.ok()) continue;  // a torn or foreign line
+    if (auto e = GrayEvent(r.value())) last.push_back(std::move(*e));
+    if (last.size() > max_events) last.pop_front();
+  }
+  std::free(buf);
+  std::fclose(in);
+  return {last.begin(), last.end()};
 }
 
 Result<nlohmann::json> JobStatusJson(Store& store) {
@@ -85,11 +180,27 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
         if (w.id == m.worker) {
           r.step = w.step;
           r.phase = w.phase == WorkerPhase::kRunning ? Name(w.train_phase) : Name(w.phase);
+          if (w.generation == v.cluster.plan->generation) {  // figures of an older generation are not this rank's
+            r.compute_seconds = w.compute_seconds;
+            r.wait_seconds = w.wait_seconds;
+            r.timed_steps = w.timed_steps;
+            r.collective_seq = w.collective_seq;
+            r.collective_kind = w.collective_kind;
+            r.in_collective = w.in_collective;
+          }
         }
+      if (auto t = rec.stragglers.find(m.worker);
+          t != rec.stragglers.end() && t->second.generation == v.cluster.plan->generation) {
+        r.straggler = t->second.detected;
+        r.slowdown = t->second.slowdown;
+      }
       s.ranks.push_back(std::move(r));
     }
   }
   for (const auto& [agent, w] : workers) s.idle_workers += w.phase == WorkerPhase::kIdle ? 1 : 0;
+  s.time = WallSeconds();
+  ELASTRAIN_ASSIGN_OR_RETURN(s.hosts, HostsStatus(store, rec, s.time));
+  s.gray_events = GrayEvents(v.spec.run_dir, kMaxStatusGrayEvents);
   return ToJsonValue(s);
 }
 
@@ -399,7 +510,7 @@ void JobApiServer::Impl::Routes() {
   Route("POST", "/api/v1/chaos", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
     auto r = ParseChaosRequest(req.body);
     if (!r.ok()) return Reply(res, r.status(), {});
-    Reply(res, RequestChaos(*store_, r->action, r->rank, r->host, !opt_.embedded), {{"chaos", "requested"}});
+    Reply(res, RequestChaos(*store_, r->action, r->rank, r->host, !opt_.embedded, r->factor, r->seconds), {{"chaos", "requested"}});
   });
   Route("POST", "/api/v1/jobs", Access::kToken, [this](const httplib::Request& req, httplib::Response& res) {
     if (opt_.embedded)

@@ -9,8 +9,10 @@
 //   POST /api/v1/jobs      submit: {"config_yaml": "..."} -> {"job_id", "run_dir"}; 400
 //                          naming the key when the config does not load, 409 when a job runs
 //   POST /api/v1/stop      ask the running job to save and stop (body: none or {})
-//   POST /api/v1/chaos     {"action": "kill"|"hang"|"host", "rank": R} or {"action":
-//                          "host", "host": NAME}: rehearse a failure
+//   POST /api/v1/chaos     {"action": "kill"|"hang"|"host"|"unslow", "rank": R}, {"action":
+//                          "slow", "rank": R, "factor": F, "seconds": S} or {"action":
+//                          "host", "host": NAME}: rehearse a failure (400 naming the field
+//                          of a bad body: factor in (1, 100], seconds 0..604800)
 // (request bodies: monitor/api_requests.h)
 //
 // Every request but GET / (and GET /metrics with metrics_without_token) needs
@@ -37,14 +39,19 @@
 #include "config/config.h"
 #include "monitor/request_guard.h"
 #include "store/store.h"
+#include "wire/job_status.h"
 
 namespace elastrain {
 
 // The job's status: a JobStatus (wire/job_status.h, the record the CLI reads back) as
 // JSON: {"job", "state", "reason", "generation", "world", "step", "steps", "failures",
 //  "max_failures", "restarts", "latest_checkpoint_step", "run_dir", "num_workers", ...,
-//  "ranks": [{"rank", "host", "agent", "worker", "pid", "step", "phase"}],
-//  "agents": [{"id", "host", "slots", "preempting"}], "idle_workers": N}
+//  "ranks": [{"rank", "host", "agent", "worker", "pid", "step", "phase", "compute_seconds",
+//             "wait_seconds", "timed_steps", "collective_seq", "collective_kind",
+//             "in_collective", "straggler", "slowdown"}],
+//  "agents": [{"id", "host", "slots", "preempting"}], "idle_workers": N, "time",
+//  "hosts": [{"host", "health", "check", "reason", "checked_at", "expires_at",
+//             "excluded_until"}], "gray_events": [{"time", "event", "detail"}]}
 // NotFound when no job was ever submitted to the store.
 Result<nlohmann::json> JobStatusJson(Store& store);
 // The fields of JobStatusJson that come from the job's config: steps, num_workers,
@@ -53,6 +60,9 @@ Result<nlohmann::json> JobStatusJson(Store& store);
 nlohmann::json ConfigStatusFields(const TrainConfig& cfg);
 // The run's events (for GET /api/v1/events).
 Result<nlohmann::json> JobEventsJson(Store& store, size_t max_events = 1000);
+// The newest `max_events` gray-failure events of the run (straggler_*, host_excluded,
+// host_health, hang_diagnosed), each in a line (JobStatus::gray_events).
+std::vector<JobStatusEvent> GrayEvents(const std::string& run_dir, size_t max_events);
 
 struct JobApiOptions {
   bool embedded = false;  // the job runs inside this process (no submit; no "host" chaos)

@@ -54,6 +54,56 @@ class Exposition {
   std::string out_;
 };
 
+// Per rank of the current generation (labels rank and host), and per host with a health
+// record. Read leniently: a rank entry of another shape is skipped.
+void RankGauges(Exposition& x, const nlohmann::json& status, bool has_job) {
+  const nlohmann::json empty = nlohmann::json::array();
+  const nlohmann::json& ranks = has_job && status.contains("ranks") && status["ranks"].is_array() ? status["ranks"] : empty;
+  struct Family {
+    const char* name;
+    const char* help;
+    double (*value)(const nlohmann::json& r);
+  };
+  static const Family kFamilies[] = {
+      {"rank_step", "the newest step the rank reported",
+       [](const nlohmann::json& r) { return LenientNumber(r, "step", -1); }},
+      {"rank_compute_seconds", "the rank's compute time per step (forward, backward, update, its own I/O), a mean "
+                               "over its last timed steps",
+       [](const nlohmann::json& r) { return LenientNumber(r, "compute_seconds"); }},
+      {"rank_wait_seconds", "the rank's time per step blocked in collectives (waiting for its peers)",
+       [](const nlohmann::json& r) { return LenientNumber(r, "wait_seconds"); }},
+      {"rank_timed_steps", "how many steps the rank's compute and wait means cover (0: not timed yet)",
+       [](const nlohmann::json& r) { return LenientNumber(r, "timed_steps"); }},
+      {"rank_collective_seq", "the collective the rank entered last in its generation (-1: none yet)",
+       [](const nlohmann::json& r) { return LenientNumber(r, "collective_seq", -1); }},
+      {"rank_in_collective", "1 while the rank is inside its last collective",
+       [](const nlohmann::json& r) { return r.contains("in_collective") && r["in_collective"] == true ? 1.0 : 0.0; }},
+      {"rank_straggler", "1 while the controller holds the rank for a straggler",
+       [](const nlohmann::json& r) { return r.contains("straggler") && r["straggler"] == true ? 1.0 : 0.0; }},
+  };
+  for (const Family& f : kFamilies) {
+    x.Family(f.name, "gauge", f.help);
+    for (const nlohmann::json& r : ranks) {
+      if (!r.is_object()) continue;
+      x.Sample(f.name, f.value(r),
+               fmt::format("rank=\"{}\",host=\"{}\"", LenientInteger(r, "rank", -1),
+                           PrometheusLabel(LenientString(r, "host"))));
+    }
+  }
+  const nlohmann::json& hosts = has_job && status.contains("hosts") && status["hosts"].is_array() ? status["hosts"] : empty;
+  x.Family("host_healthy", "gauge", "1: the host's last health check passed and has not expired; 0: it failed, expired "
+                                    "or does not load (hosts with a health record only)");
+  for (const nlohmann::json& h : hosts)
+    if (h.is_object() && LenientString(h, "health", "unchecked") != "unchecked")
+      x.Sample("host_healthy", LenientString(h, "health") == "healthy" ? 1 : 0,
+               fmt::format("host=\"{}\"", PrometheusLabel(LenientString(h, "host"))));
+  x.Family("host_excluded_until_seconds", "gauge", "wall time until which a host is excluded for a gray failure");
+  for (const nlohmann::json& h : hosts)
+    if (h.is_object() && LenientNumber(h, "excluded_until") > 0)
+      x.Sample("host_excluded_until_seconds", LenientNumber(h, "excluded_until"),
+               fmt::format("host=\"{}\"", PrometheusLabel(LenientString(h, "host"))));
+}
+
 }  // namespace
 
 std::string PrometheusLabel(const std::string& v) {
@@ -137,6 +187,8 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   x.Histogram("checkpoint_stall_seconds", "training blocked by a checkpoint save", fast, stalls);
   x.Histogram("recovery_seconds", "end of a generation to the first step of the next, less waiting",
               {0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600}, run.goodput.recoveries);
+
+  RankGauges(x, status, has_job);
 
   const GoodputBreakdown& g = run.goodput;
   x.Gauge("wall_seconds", "the job's wall time so far", g.wall());

@@ -32,6 +32,35 @@ struct JobStatusRank {
   int pid = 0;
   int64_t step = -1;              // -1: its worker has not reported
   std::string phase = "unknown";  // the worker's phase, or its training phase while running
+  // Its step anatomy (WorkerRecord, wire/protocol.h): means over its last timed_steps steps.
+  double compute_seconds = 0;     // per step: forward, backward, update, its own I/O
+  double wait_seconds = 0;        // per step: blocked in collectives
+  int64_t timed_steps = 0;        // 0: not timed yet
+  // The collective it entered last (-1: none yet) and whether it is still inside.
+  int64_t collective_seq = -1;
+  std::string collective_kind;
+  bool in_collective = false;
+  bool straggler = false;         // the controller detected it as a straggler (JobRecord::stragglers)
+  double slowdown = 0;            // its compute time / the median rank's, as last measured (0: none)
+};
+
+// A host with a health record (keys::Health) or excluded for a gray failure. Only a
+// cluster store has health records; an embedded job has none.
+struct JobStatusHost {
+  std::string host;
+  std::string health = "unchecked";  // healthy | unhealthy | expired | unchecked
+  std::string check;                 // builtin | the command
+  std::string reason;                // why it failed
+  double checked_at = 0, expires_at = 0;
+  double excluded_until = 0;         // > the status's time: excluded until then
+};
+
+// One of the run's gray-failure events (straggler_detected, straggler_cleared,
+// host_excluded, host_health, hang_diagnosed), newest last, in a line.
+struct JobStatusEvent {
+  double time = 0;
+  std::string event;
+  std::string detail;  // "rank 1 on h2: 2.04x the median compute since step 40"
 };
 
 struct JobStatus {
@@ -57,7 +86,11 @@ struct JobStatus {
   std::vector<JobStatusAgent> agents;
   std::vector<JobStatusRank> ranks;
   int idle_workers = 0;
+  double time = 0;                       // when the status was read (wall seconds)
+  std::vector<JobStatusHost> hosts;
+  std::vector<JobStatusEvent> gray_events;  // the newest kMaxStatusGrayEvents
 };
+inline constexpr size_t kMaxStatusGrayEvents = 10;
 
 // POST /api/v1/jobs's answer.
 struct SubmittedJob {
@@ -74,5 +107,10 @@ nlohmann::json ToJsonValue(const SubmittedJob& s);
 // another version). Never throw.
 Result<JobStatus> JobStatusFromJson(const nlohmann::json& j, std::string_view what);
 Result<SubmittedJob> SubmittedJobFromJson(const nlohmann::json& j, std::string_view what);
+
+// What `elastrain status` prints: the job, its per-rank table (rank, host, step, compute
+// s, wait s, last collective; a straggler marked), the hosts' health and exclusions, and
+// the gray-failure events.
+std::string FormatJobStatus(const JobStatus& s);
 
 }  // namespace elastrain

@@ -214,9 +214,11 @@ struct AgentCommand {
   std::string worker;        // empty for host and check_health
   double requested_at = 0;
   std::string job_id;        // the job it is meant for; an agent ignores another job's
-  double factor = 0;         // slow: the worker runs `factor` x slower (> 1)
-  double seconds = 0;        // slow: for this long, then unslowed by its agent (0: until unslow)
+  double factor = 0;         // slow: the worker runs `factor` x slower, in (1, kMaxSlowFactor]
+  double seconds = 0;        // slow: for this long, then unslowed by its agent (0: until unslow), <= kMaxSlowSeconds
 };
+inline constexpr double kMaxSlowFactor = 100;
+inline constexpr double kMaxSlowSeconds = 7 * 24 * 3600;  // one week
 
 // One rank's straggler tracking (elastic/straggler.h), persisted in the JobRecord.
 struct StragglerTrack {

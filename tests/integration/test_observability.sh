@@ -9,6 +9,11 @@
 #     security: test_api_security.sh.)
 #  4. The goodput categories sum to the wall time within 1%, and the recovery category
 #     equals the recovery time the controller wrote in events.jsonl.
+#  5. Issue 32: /metrics has per-rank gauges, `status` a per-rank table, the dashboard a
+#     per-rank panel (a row per rank, bars once the ranks report their step anatomy) and
+#     a hosts panel; a `chaos slow` with a bad factor is refused (400 naming the field);
+#     gray-failure events stand out in the report. (Slowing a rank for real:
+#     test_chaos_slow.sh; this test must raise no straggler_detected.)
 source "$(dirname "$0")/lib.sh"
 make_corpus "$WORK/corpus.txt"
 run=runs/obs
@@ -66,6 +71,10 @@ for want in 'elastrain_job_state{state="RUNNING"} 1' 'elastrain_failures_total 1
             "elastrain_recovery_seconds_count $gen" 'elastrain_world_size 3'; do
   grep -qF "$want" "$ARTIFACTS/metrics.txt" && pass "/metrics: $want" || fail "/metrics lacks '$want'"
 done
+grep -qE '^elastrain_rank_compute_seconds\{rank="0",host="[^"]+"\} [0-9.e-]+$' "$ARTIFACTS/metrics.txt" \
+  && grep -qE '^elastrain_rank_wait_seconds\{rank="1",host="[^"]+"\} ' "$ARTIFACTS/metrics.txt" \
+  && pass "/metrics: per-rank gauges ($(grep -c '^elastrain_rank_' "$ARTIFACTS/metrics.txt") samples)" \
+  || fail "/metrics lacks per-rank gauges: $(grep '^elastrain_rank_' "$ARTIFACTS/metrics.txt" | head -3)"
 grep -qE '^elastrain_loss [0-9.]+$' "$ARTIFACTS/metrics.txt" && grep -qE '^elastrain_estimated_cost_usd 0\.0[0-9]*[1-9]' "$ARTIFACTS/metrics.txt" \
   && pass "/metrics: $(grep -E '^elastrain_(loss|goodput_ratio|estimated_cost_usd) ' "$ARTIFACTS/metrics.txt" | tr '\n' ' ')" \
   || fail "/metrics loss or cost: $(grep -E '^elastrain_(loss|estimated_cost_usd) ' "$ARTIFACTS/metrics.txt")"
@@ -85,9 +94,36 @@ rows=$(grep -oE 'class="event failure" data-event="[a-z_]+"' "$WORK/dom.html" | 
 grep -q worker_failed <<<"$rows" && pass "the timeline shows the injected failure: $rows" || fail "timeline failure rows: '$rows'"
 grep -q 'class="marker failure"' "$WORK/dom.html" && pass "the timeline chart marks the failure" || fail "no failure marker"
 grep -qE 'recovered in [0-9.]+ s' "$WORK/dom.html" && pass "the timeline shows the recovery" || fail "no recovery row"
+# The per-rank panel: a row per rank of the generation; bars once the ranks report their
+# step anatomy (compute and wait seconds).
+st=$("$BIN" status --run-dir $run --json)
+world=$("$JQ" world <<<"$st")
+nranks=$(grep -o 'data-ranks="[0-9]*"' "$WORK/dom.html" | grep -o '[0-9]*' || echo none)
+nrows=$(grep -o 'class="rank-row"' "$WORK/dom.html" | wc -l)
+[ "$nranks" = "$world" ] && [ "$nrows" = "$world" ] && pass "the per-rank panel has a row for each of the $world ranks" \
+  || fail "per-rank panel: data-ranks '$nranks', $nrows rows, world $world"
+bars=$(grep -o 'data-bars="[0-9]*"' "$WORK/dom.html" | grep -o '[0-9]*' || echo 0)
+timed=$("$JQ" ranks.0.timed_steps <<<"$st")
+if [ "${timed:-0}" -gt 0 ]; then
+  [ "${bars:-0}" -gt 0 ] && pass "the per-rank panel draws $bars compute/wait bars" || fail "ranks are timed ($timed steps) but no bars"
+else
+  [ "${bars:-0}" = 0 ] && pass "no rank reports its step anatomy yet: the panel draws no bars" || fail "$bars bars of untimed ranks"
+fi
+grep -q 'no host health records' "$WORK/dom.html" && pass "the hosts panel says an embedded job has no health records" \
+  || fail "hosts panel: $(grep -o 'id="hosts"[^/]*' "$WORK/dom.html" | head -1)"
+out=$("$BIN" status --run-dir $run)
+grep -qE '^  RANK +HOST +PID +STEP +PHASE +COMPUTE_S +WAIT_S +LAST_COLLECTIVE +WORKER$' <<<"$out" \
+  && [ "$(grep -cE '^  [0-9]+ ' <<<"$out")" -ge "$world" ] && pass "elastrain status prints the per-rank table" \
+  || fail "status table: $out"
 chrome --virtual-time-budget=5000 --screenshot="$ARTIFACTS/dashboard.png" "$page" >/dev/null
 [ -s "$ARTIFACTS/dashboard.png" ] && pass "screenshot: $ARTIFACTS/dashboard.png ($(stat -c %s "$ARTIFACTS/dashboard.png") bytes)" \
   || fail "no screenshot"
+
+# --- 5. chaos slow: a bad factor is refused (slowing a rank: test_chaos_slow.sh) ------------
+expect_error "chaos slow without --factor" 'slow --factor 0: expected a number in \(1, 100\]' -- chaos slow --rank 1 --run-dir $run
+code=$(post -H "Authorization: Bearer $(cat $run/token)" -d '{"action":"slow","rank":1,"factor":500}' "$url/api/v1/chaos")
+[ "$code" = 400 ] && grep -q "field 'factor': 500 is out of range" "$WORK/body" \
+  && pass "POST /api/v1/chaos with factor 500: 400 ($(cut -c1-90 "$WORK/body"))" || fail "factor 500: $code $(cat "$WORK/body")"
 
 # --- stop with the token (read from the run directory) -----------------------------------
 out=$("$BIN" stop --run-dir $run 2>&1) && pass "elastrain stop with the run's token: $out" || fail "stop: $out"
@@ -138,5 +174,16 @@ points=$(grep -o 'data-points="[0-9]*"' "$WORK/report_dom.html" | head -1 | grep
 [ "${points:-0}" -gt 100 ] && grep -q 'class="event failure"' "$WORK/report_dom.html" \
   && pass "the report renders offline: loss chart $points points, the failure in the timeline" || fail "report render: $points points"
 chrome --virtual-time-budget=3000 --screenshot="$ARTIFACTS/report.png" "file://$WORK/$run/report.html" >/dev/null
+# Gray-failure events stand out: a copy of the run with two such events added.
+cp -r $run "$WORK/gray"
+printf '%s\n' "{\"time\": $(g end), \"event\": \"straggler_detected\", \"source\": \"controller\", \"generation\": 1, \"rank\": 1, \"worker\": \"w\", \"host\": \"hx\", \"slowdown\": 2.1, \"compute_seconds\": 0.2, \"median_compute_seconds\": 0.1, \"since_step\": 40, \"step\": 50, \"policy\": \"alert\"}" \
+  "{\"time\": $(g end), \"event\": \"hang_diagnosed\", \"source\": \"controller\", \"generation\": 1, \"trigger\": \"silent_rank\", \"behind\": [1], \"hosts\": [\"hx\"], \"ranks\": [], \"reason\": \"\"}" >>"$WORK/gray/events.jsonl"
+"$BIN" report "$WORK/gray" --html "$WORK/gray.html" >/dev/null || fail "elastrain report of the gray copy failed"
+chrome --virtual-time-budget=3000 --dump-dom "file://$WORK/gray.html" >"$WORK/gray_dom.html"
+gray=$(grep -oE 'class="event gray" data-event="[a-z_]+"' "$WORK/gray_dom.html" | sed 's/.*data-event=//' | sort -u | tr '\n' ' ')
+[[ "$gray" == *straggler_detected* && "$gray" == *hang_diagnosed* ]] && grep -q 'class="marker gray"' "$WORK/gray_dom.html" \
+  && grep -q 'rank 1 on hx: 2.10x the median compute since step 40' "$WORK/gray_dom.html" \
+  && pass "gray-failure events stand out in the timeline: $gray" || fail "gray events in the report: '$gray'"
+rm -rf "$WORK/gray"  # its made-up straggler_detected is no alarm of this run's
 [ -s "$ARTIFACTS/report.png" ] && pass "screenshot: $ARTIFACTS/report.png" || fail "no report screenshot"
 finish

@@ -83,6 +83,16 @@ TEST(Straggler, ClearedWithHysteresis) {
   EXPECT_FALSE(tracks.at("a1-w3").detected);
 }
 
+TEST(Straggler, MillisecondsOfComputeAreNoiseWhateverTheRatio) {
+  // tiny on a shared machine: 1 ms of compute per step, one rank at 1.7x by scheduling.
+  std::map<std::string, StragglerTrack> tracks;
+  for (int64_t step = 10; step < 60; ++step) {
+    std::vector<RankTiming> v = Ranks(step, 2, 1.7);
+    for (RankTiming& t : v) t.compute_seconds /= 400;  // 1 ms and 1.7 ms
+    EXPECT_TRUE(JudgeStragglers(v, 0, step, Defaults(), &tracks).detected.empty()) << step;
+  }
+}
+
 TEST(Straggler, NoNewStepNoNewJudgement) {
   // The controller decides many times per step: persistence counts steps, not calls.
   std::map<std::string, StragglerTrack> tracks;
