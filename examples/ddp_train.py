@@ -17,9 +17,14 @@ init_process_group's env:// default). What makes it elastic is how it checkpoint
 
 elastrain_worker (python/) is optional: when importable, the script reports steps and
 checkpoints and listens for stop requests; without it the script is plain torchrun.
+
+Each step report says how much of the step this rank computed and how long it waited
+for the others in collectives (StepClock below): that is how elastrain tells a slow rank
+from the ranks it holds up (docs/launch.md, "Step anatomy").
 """
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -73,6 +78,41 @@ def batch(seed, step, global_batch, dim):
     return x, y
 
 
+class StepClock:
+    """One step's seconds, split into waiting for the other ranks (the collectives, run
+    inside `with clock.waiting():`) and computing (all the rest)."""
+
+    def start(self):
+        self.started, self.waited = time.time(), 0.0
+
+    @contextlib.contextmanager
+    def waiting(self):
+        t = time.time()
+        try:
+            yield
+        finally:
+            self.waited += time.time() - t
+
+    def seconds(self):
+        return time.time() - self.started
+
+    def compute_seconds(self):
+        return self.seconds() - self.waited
+
+
+def timed_allreduce(clock, bucket):
+    """A DDP communication hook: DDP's own gradient averaging, with the all-reduce timed
+    as waiting (a fast rank waits here for a slow one to finish its backward pass).
+    Exactly what DDP does without a hook: multiply by 1 / world size, then sum over the
+    ranks (dividing instead would round differently on 3 ranks)."""
+    grads = bucket.buffer().mul_(1.0 / dist.get_world_size())
+    with clock.waiting():
+        dist.all_reduce(grads)
+    done = torch.futures.Future()
+    done.set_result(grads)
+    return done
+
+
 def save(path, model, opt, step):
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
@@ -101,6 +141,8 @@ def main():
         opt.load_state_dict(state["opt"])
         start = state["step"]
     ddp = DDP(model)
+    clock = StepClock()
+    ddp.register_comm_hook(clock, timed_allreduce)
     if args.global_batch % world:
         raise SystemExit(f"--global-batch {args.global_batch} must divide by WORLD_SIZE {world}")
     rows = args.global_batch // world
@@ -111,9 +153,9 @@ def main():
     global_loss = float("nan")
     step = start
     while step < args.steps:
+        clock.start()
         x, y = batch(args.seed, step, args.global_batch, args.dim)
         x, y = x[rank * rows:(rank + 1) * rows], y[rank * rows:(rank + 1) * rows]
-        t0 = time.time()
         opt.zero_grad()
         loss = loss_fn(ddp(x), y)
         loss.backward()
@@ -123,13 +165,15 @@ def main():
         step += 1
         # The loss over the whole global batch, the same number on every world size.
         total = loss.detach().clone() * rows
-        dist.all_reduce(total)
+        with clock.waiting():
+            dist.all_reduce(total)
         global_loss = (total / args.global_batch).item()
         if step_log:
             step_log.write(f"{time.time():.6f} {step} {os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}\n")
             step_log.flush()
         if channel:
-            channel.report_step(step, loss=global_loss, tokens=args.global_batch, step_seconds=time.time() - t0)
+            channel.report_step(step, loss=global_loss, tokens=args.global_batch, step_seconds=clock.seconds(),
+                                compute_seconds=clock.compute_seconds())
         # A preemption notice (SIGTERM) or `elastrain stop`: now. A resize: at the next
         # checkpoint boundary, as elastrain's own trainer does (nothing is redone).
         reason = channel.stop_requested() if channel else None
