@@ -260,8 +260,11 @@ void Agent::Impl::Do(const UnslowWorker& a) {
   else if (was) LOG_WARN("agent {}: chaos unslow: worker {} runs at full speed again", opt_.id, a.worker);
 }
 
+// The machine passed the command's fence (its job); the check runs off the loop
+// (MaybeCheckHealth).
 void Agent::Impl::Do(const CheckHostHealth&) {
-  LOG_WARN("agent {}: check_health asked, but this agent runs no health check", opt_.id);
+  health_asked_ = opt_.health_checks;
+  if (!opt_.health_checks) LOG_WARN("agent {}: check_health asked, but this agent runs no health checks", opt_.id);
 }
 
 void Agent::Impl::ExpireThrottles() {
@@ -472,10 +475,7 @@ void Agent::Impl::RunCommands() {
     (void)store_.Delete(kv.key);
     AgentCommand c;
     Status st = FromJson(kv.value, &c);
-    if (st.ok() && c.action == CommandAction::kCheckHealth) {
-      health_asked_ = opt_.health_checks;  // carried out by MaybeCheckHealth, off the loop
-      if (!opt_.health_checks) LOG_WARN("agent {}: check_health asked, but this agent runs no health checks", opt_.id);
-    } else if (st.ok()) Feed(CommandSeen{c});
+    if (st.ok()) Feed(CommandSeen{c});
     else LOG_WARN("agent {}: ignored a command: {}", opt_.id, st.message());
   }
 }

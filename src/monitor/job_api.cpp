@@ -178,7 +178,12 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   const auto workers = v.cluster.Workers();
   if (v.cluster.plan) {
     for (const PlanMember& m : v.cluster.plan->members) {
-      JobStatusRank r{m.rank, m.host, m.agent, m.worker, m.pid};
+      JobStatusRank r;
+      r.rank = m.rank;
+      r.host = m.host;
+      r.agent = m.agent;
+      r.worker = m.worker;
+      r.pid = m.pid;
       for (const auto& [agent, w] : workers)
         if (w.id == m.worker) {
           r.step = w.step;

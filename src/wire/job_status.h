@@ -33,7 +33,7 @@ struct JobStatusRank {
   int pid = 0;
   int64_t step = -1;              // -1: its worker has not reported
   std::string phase = "unknown";  // the worker's phase, or its training phase while running
-  // Its step anatomy (WorkerRecord, wire/protocol.h): means over its last timed_steps steps.
+  // Its step anatomy (WorkerRecord, wire/protocol.h): medians over its last timed_steps steps.
   double compute_seconds = 0;     // per step: forward, backward, update, its own I/O
   double wait_seconds = 0;        // per step: blocked in collectives
   int64_t timed_steps = 0;        // 0: not timed yet

@@ -31,7 +31,7 @@ ELASTRAIN_JSON_RECORD(Plan, job_id, generation, world, data, fsdp, tensor, membe
 ELASTRAIN_JSON_RECORD(JobControl, stop, requested_at)
 ELASTRAIN_JSON_RECORD(GenerationStop, generation, reasons, abort, job_id)
 ELASTRAIN_JSON_RECORD(AgentCommand, action, worker, requested_at, job_id, factor, seconds)
-ELASTRAIN_JSON_RECORD(StragglerTrack, generation, rank, host, slow_since_step, last_step, detected, slowdown)
+ELASTRAIN_JSON_RECORD(StragglerTrack, generation, slow_since_step, last_step, detected, slowdown, rank, host)
 ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failures, covered_failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,

@@ -224,12 +224,12 @@ inline constexpr double kMaxSlowSeconds = 7 * 24 * 3600;  // one week
 // One rank's straggler tracking (elastic/straggler.h), persisted in the JobRecord.
 struct StragglerTrack {
   int64_t generation = -1;
-  int rank = -1;                 // where it ran (for straggler_cleared once it is gone)
-  std::string host;
   int64_t slow_since_step = -1;  // first step of the window where it turned slow (-1: not slow)
   int64_t last_step = -1;        // the last window end it was judged at
   bool detected = false;         // straggler_detected written, straggler_cleared not yet
   double slowdown = 0;           // the last measured
+  int rank = -1;                 // where it ran (for straggler_cleared once it is gone)
+  std::string host;
 };
 
 // The controller's state, persisted after every decision (elastic/policy.h).

@@ -32,7 +32,7 @@ JobStatus SampleStatus() {
   s.generation = 2;
   s.world = 2;
   s.step = 40;
-  s.agents = {{"a1", "h1", 2, false}};
+  s.agents = {{"a1", "h1", 2, false, ""}};
   s.ranks = {{0, "h1", "a1", "w0", 11, 40, "train"}, {1, "h1", "a1", "w1", 12, -1, "unknown"}};
   s.idle_workers = 1;
   return s;

@@ -35,8 +35,8 @@ class BusyChild {
       if (::getppid() != parent) ::_exit(1);
       ::setpgid(0, 0);
       if (grandchild && ::fork() == 0) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      for (volatile uint64_t i = 0;; i = i + 1) {
-      }
+      volatile uint64_t spins = 0;
+      for (;;) spins = spins + 1;
     }
     ::setpgid(pid_, pid_);  // whichever of the two runs first
   }
@@ -245,7 +245,9 @@ TEST(WorkerThrottles, DestroyedWithTheAgentTheyUndoEveryThrottle) {
     ASSERT_NE(w.Of("w-a"), nullptr);
     dir = w.Of("w-a")->cgroup_dir();
   }
-  if (!dir.empty()) EXPECT_FALSE(Exists(dir));
+  if (!dir.empty()) {
+    EXPECT_FALSE(Exists(dir));
+  }
   EXPECT_TRUE(Eventually([&] { return State(a.pid()) == 'R' && State(b.pid()) == 'R'; }));
 }
 

@@ -133,8 +133,8 @@ TEST(RankStatus, EachRankCarriesItsAnatomyAndLastCollective) {
     job.Worker(r).in_collective = r != 1;
   }
   job.Worker(2).generation = 1;  // its figures are of an older generation: not shown
-  job.record.stragglers["a1-w0"] = StragglerTrack{2, 30, 40, true, 2.0};
-  job.record.stragglers["a0-w0"] = StragglerTrack{1, 10, 20, true, 3.0};  // another generation's
+  job.record.stragglers["a1-w0"] = StragglerTrack{2, 30, 40, true, 2.0, 0, "h1"};
+  job.record.stragglers["a0-w0"] = StragglerTrack{1, 10, 20, true, 3.0, 0, "h0"};  // another generation's
   json st = job.Status();
   ASSERT_EQ(st["ranks"].size(), 3u) << st.dump();
   const json& r1 = st["ranks"][1];
