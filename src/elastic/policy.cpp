@@ -255,14 +255,18 @@ void Decider::EvaluateGeneration() {
   if (r().hang_diagnosed_gen != plan.generation) {
     // A member killed as hung or lost with its host, or one failed while others are in a
     // collective: name who the generation was waiting for, and replace the living ones.
-    bool silent = false, failed = false, in_collective = false;
+    // A member that died otherwise (a crash, a kill, a preemption) explains the others'
+    // failed collectives: nobody else is behind, and killing a survivor would lose the
+    // state it holds (its replica, its RAM-tier copies).
+    bool silent = false, died = false, failed = false, in_collective = false;
     for (const Member& x : members) {
       silent |= (x.fate == Fate::kExited && x.w->rec.exit_kind == ExitKind::kHung) ||
                 (x.fate == Fate::kLost && !(x.w && x.w->departed));
+      died |= x.fate == Fate::kExited || x.fate == Fate::kLost;
       failed |= x.fate == Fate::kFailed;
       in_collective |= x.w && x.w->rec.generation == plan.generation && x.w->rec.in_collective;
     }
-    if (silent || (failed && in_collective))
+    if (silent || (failed && in_collective && !died))
       ReplaceBehind(DiagnoseHang(plan.generation, members, silent ? "silent_rank" : "collective_timeout"));
   }
   if (r().ending_since == 0) BeginEnding(plan.generation, members);

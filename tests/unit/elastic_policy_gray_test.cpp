@@ -209,6 +209,24 @@ TEST(ElasticPolicyGray, ACollectiveTimeoutReplacesOnlyTheRankBehind) {
   EXPECT_EQ(d.commands[0].second.worker, "a2-w0");
 }
 
+TEST(ElasticPolicyGray, AMemberThatDiedExplainsTheOthersFailedCollectives) {
+  // Rank 1 was killed; ranks 0 and 2 failed in their collectives at different numbers.
+  // Nobody is hung: no diagnosis, and no survivor (with its state) is killed.
+  Cluster c;
+  c.AddHost("a1", "h1", 1).AddHost("a2", "h2", 1).AddHost("a3", "h3", 1);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a2-w0", "a3-w0"}, 10, kT0);
+  const double now = kT0 + 5;
+  InCollective(c, "a1-w0", 50, true, now - 0.1);
+  InCollective(c, "a2-w0", 50, true, now - 0.3);
+  InCollective(c, "a3-w0", 49, true, now - 0.1);
+  MarkExited(c, "a2-w0", "failure", now - 0.2);
+  MarkIdle(c, "a1-w0", "failed", 10);
+  MarkIdle(c, "a3-w0", "failed", 10);
+  const Decision d = Decide(RunningRecord(plan, kT0), c.Obs(now, plan), Settings(1, 3));
+  EXPECT_EQ(CountEvents(d, "hang_diagnosed"), 0) << Names(d);
+  for (const auto& [agent, cmd] : d.commands) EXPECT_NE(cmd.action, CommandAction::kHung) << cmd.worker;
+}
+
 TEST(ElasticPolicyGray, AStalledGenerationKillsOnlyTheRankBehind) {
   Cluster c;
   c.AddHost("a1", "h1", 1).AddHost("a2", "h2", 1);
