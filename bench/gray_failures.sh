@@ -13,6 +13,7 @@
 #                         process keeps one core busy: straggler_detected events (want 0)
 #   usage: bench/gray_failures.sh [build/elastrain]
 #   STEPS=80 SLOW_AT=10 CLEAN_STEPS=1000 CLEAN_RUNS=3 FACTORS="2 1.5" (CLEAN_RUNS=0 skips the false-alarm runs)
+#   PARTS="slow hang busy"   which parts to run
 # Figures are printed, never asserted; exit 1 only when a run broke.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -39,7 +40,7 @@ broken=0
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # ev RUN EVENT FIELD [FILTER]: FIELD of the first EVENT in RUN's events.jsonl
-ev() { "$JQ" --jsonl "$1/events.jsonl" "event=$2" ${4:+"$4"} "$3" 2>/dev/null | head -1; }
+ev() { { "$JQ" --jsonl "$1/events.jsonl" "event=$2" ${4:+"$4"} "$3" 2>/dev/null || true; } | head -1; }
 last_step() { "$JQ" --jsonl "$1/metrics.jsonl" step 2>/dev/null | tail -1; }
 # median step time of RUN's steps from step FROM on (generation GEN when given), the first 2 of it left out
 pace() {
@@ -99,14 +100,16 @@ hang() {
   wait $job || { echo "gray_failures: hang run failed: $(tail -2 "$run.out")" >&2; broken=1; return; }
   local at behind where
   at=$(ev "$run" hang_diagnosed time)
-  behind=$("$JQ" --jsonl "$run/events.jsonl" event=hang_diagnosed behind 2>/dev/null | head -1)
+  behind=$(ev "$run" hang_diagnosed behind)
   where=$(ev "$run" hang_diagnosed reason)
   awk -v s="$stopped" -v a="$at" -v b="$behind" -v w="$where" 'BEGIN {
     if (a == "") { print "hang                   no hang_diagnosed"; exit }
     printf "hang (rank 1 SIGSTOP)  diagnosed %.2f s after the stop (worker_heartbeat_timeout=5), behind %s: %s\n", a - s, b, w }'
 }
 
+PARTS=${PARTS:-slow hang busy}
 printf "%-22s %s\n" "machine" "$(nproc) cores; 4 workers of 1 thread; global batch 8 x 128 tokens; $STEPS steps"
+if [[ " $PARTS " == *" slow "* ]]; then
 c4=$(clean clean4 4 "$STEPS")
 c3=$(clean clean3 3 "$STEPS")
 printf "%-22s %s s per step\n%-22s %s s per step\n" "clean 4 workers" "$c4" "clean 3 workers" "$c3"
@@ -120,15 +123,16 @@ for f in $FACTORS; do
       -v c4="$c4" 'BEGIN { printf "%-22s throughput %.2f of clean 3 workers, %.2f of clean 4\n", n, c3 / x, c4 / x }'
   done
 done
-hang
-if [ "$CLEAN_RUNS" -gt 0 ]; then
+fi
+[[ " $PARTS " == *" hang "* ]] && hang
+if [[ " $PARTS " == *" busy "* ]] && [ "$CLEAN_RUNS" -gt 0 ]; then
   (while :; do :; done) &
   BUSY=$!
   alarms=0
   for i in $(seq 1 "$CLEAN_RUNS"); do
     "$BIN" train "${common[@]}" run_name="busy$i" num_workers=4 steps="$CLEAN_STEPS" >"$WORK/busy$i.out" 2>&1 ||
       { echo "gray_failures: busy$i failed" >&2; broken=1; }
-    n=$("$JQ" --jsonl "$WORK/busy$i/events.jsonl" event=straggler_detected rank 2>/dev/null | wc -l)
+    n=$({ "$JQ" --jsonl "$WORK/busy$i/events.jsonl" event=straggler_detected rank 2>/dev/null || true; } | wc -l)
     alarms=$((alarms + n))
     printf "%-22s %s straggler_detected in %s steps, median step %s s\n" "busy core, run $i" "$n" "$CLEAN_STEPS" \
       "$(pace "$WORK/busy$i" 0)"

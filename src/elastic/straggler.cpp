@@ -32,6 +32,19 @@ std::string Implausible(const RankTiming& t) {
   return "";
 }
 
+// straggler_cleared for the worker `worker` as its track last saw it.
+StragglerClearedEvent Cleared(const std::string& worker, const StragglerTrack& k, int64_t step, const char* reason) {
+  StragglerClearedEvent e;
+  e.generation = k.generation;
+  e.rank = k.rank;
+  e.worker = worker;
+  e.host = k.host;
+  e.slowdown = k.slowdown;
+  e.step = step;
+  e.reason = reason;
+  return e;
+}
+
 }  // namespace
 
 StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step,
@@ -54,17 +67,7 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
       ++it;
       continue;
     }
-    if (it->second.detected) {
-      StragglerClearedEvent e;
-      e.generation = it->second.generation;
-      e.worker = it->first;
-      e.slowdown = it->second.slowdown;
-      e.step = step;
-      e.reason = "generation ended";
-      e.rank = it->second.rank;
-      e.host = it->second.host;
-      out.cleared.push_back(std::move(e));
-    }
+    if (it->second.detected) out.cleared.push_back(Cleared(it->first, it->second, step, "generation ended"));
     it = tracks->erase(it);
   }
   if (full.size() < 2) return out;
@@ -91,15 +94,7 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
       if (slowdown < clear_below) {
         k.detected = false;
         k.slow_since_step = -1;
-        StragglerClearedEvent e;
-        e.generation = generation;
-        e.rank = t->rank;
-        e.worker = t->worker;
-        e.host = t->host;
-        e.slowdown = slowdown;
-        e.step = step;
-        e.reason = "back to pace";
-        out.cleared.push_back(std::move(e));
+        out.cleared.push_back(Cleared(t->worker, k, step, "back to pace"));
       }
       continue;
     }
