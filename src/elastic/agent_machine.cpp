@@ -489,6 +489,7 @@ void AgentMachine::Take(LocalWorker& w, const EndedMessage& m, double) {
   w.rec.start_step = m.start_step;
   w.rec.step = m.step;
   w.rec.error = m.error;
+  w.rec.timed_out = m.timed_out;
   w.rec.train_phase = TrainPhase::kIdle;
 }
 

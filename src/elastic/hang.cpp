@@ -8,6 +8,7 @@ namespace elastrain {
 namespace {
 
 std::string Where(const HangMember& m) {
+  if (!m.reported) return "no report of it left";
   if (m.collective_seq < 0) return "before its first collective";
   return fmt::format("{} collective #{} ({})", m.in_collective ? "in" : "after", m.collective_seq,
                      m.collective_kind.empty() ? "?" : m.collective_kind);

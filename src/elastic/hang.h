@@ -35,6 +35,7 @@ struct HangMember {
   bool in_collective = false;
   double last_progress = 0;  // wall seconds (0: never reported)
   bool gone = false;         // lost with its host, or killed by its agent as hung
+  bool reported = true;      // false: no record of it is left (its host's reports expired with it)
 };
 
 // The diagnosis of generation `generation` at wall time `now`; `trigger` is

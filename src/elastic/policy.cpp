@@ -253,20 +253,21 @@ void Decider::EvaluateGeneration() {
     return;
   }
   if (r().hang_diagnosed_gen != plan.generation) {
-    // A member killed as hung or lost with its host, or one failed while others are in a
-    // collective: name who the generation was waiting for, and replace the living ones.
-    // A member that died otherwise (a crash, a kill, a preemption) explains the others'
-    // failed collectives: nobody else is behind, and killing a survivor would lose the
-    // state it holds (its replica, its RAM-tier copies).
-    bool silent = false, died = false, failed = false, in_collective = false;
+    // A member killed as hung or lost with its host, or one whose collective timed out:
+    // name who the generation was waiting for, and replace the living ones. A member
+    // that died otherwise (a crash, a kill, a preemption) explains the others' failed
+    // collectives: nobody else is behind, and killing a survivor would lose the state it
+    // holds (its replica, its RAM-tier copies). So does a peer's error (a connection
+    // reset by a process that died before its agent noticed): the collective marks are
+    // then a moment's reports, not a settled hang, and name nobody.
+    bool silent = false, died = false, timed_out = false;
     for (const Member& x : members) {
       silent |= (x.fate == Fate::kExited && x.w->rec.exit_kind == ExitKind::kHung) ||
                 (x.fate == Fate::kLost && !(x.w && x.w->departed));
       died |= x.fate == Fate::kExited || x.fate == Fate::kLost;
-      failed |= x.fate == Fate::kFailed;
-      in_collective |= x.w && x.w->rec.generation == plan.generation && x.w->rec.in_collective;
+      timed_out |= x.fate == Fate::kFailed && x.w->rec.timed_out;
     }
-    if (silent || (failed && in_collective && !died))
+    if (silent || (timed_out && !died))
       ReplaceBehind(DiagnoseHang(plan.generation, members, silent ? "silent_rank" : "collective_timeout"));
   }
   if (r().ending_since == 0) BeginEnding(plan.generation, members);
@@ -342,6 +343,7 @@ std::vector<const Member*> Decider::DiagnoseHang(int64_t g, const std::vector<Me
     h.rank = x.m->rank;
     h.worker = x.m->worker;
     h.host = x.m->host;
+    h.reported = x.w != nullptr;
     if (x.w && x.w->rec.generation == g) {
       h.collective_seq = x.w->rec.collective_seq;
       h.collective_kind = x.w->rec.collective_kind;

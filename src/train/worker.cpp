@@ -333,6 +333,7 @@ int WorkerProcess::RunAssignment(const AssignMessage& a) {
   HeldCopies(carried_, &ended.copies_generation, &ended.copies);
   ended.leaving = r.injected_exit || g_preempted != 0;
   ended.error = r.status.ok() ? "" : r.status.message();
+  ended.timed_out = r.status.code() == StatusCode::kDeadlineExceeded;
   Send(ended);
   if (r.injected_exit) return kExitFailure;
   if (g_preempted) return kExitPreempted;

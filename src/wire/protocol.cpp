@@ -21,7 +21,7 @@ ELASTRAIN_JSON_RECORD(HealthRecord, host, agent, healthy, check, reason, checked
 ELASTRAIN_JSON_RECORD(WorkerRecord, id, slot, pid, phase, generation, rank, start_step, step,
                                                 first_step_time, first_step_start, state_step, copies_generation, copies, train_phase, last_progress, last_step_time,
                                                 checkpoint_step, compute_seconds, wait_seconds, timed_steps,
-                                                timed_until_step, collective_seq, collective_kind, in_collective, outcome, stop_reasons, error, exit_kind, exit_code,
+                                                timed_until_step, collective_seq, collective_kind, in_collective, outcome, stop_reasons, error, timed_out, exit_kind, exit_code,
                                                 exit_signal, exit_time, exit_desc)
 ELASTRAIN_JSON_RECORD(AgentReport, agent, time, workers)
 ELASTRAIN_JSON_RECORD(PlanMember, rank, worker, agent, host, pid)

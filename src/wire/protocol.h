@@ -138,6 +138,7 @@ struct WorkerRecord {
   GenerationOutcome outcome = GenerationOutcome::kNone;  // completed | stopped | failed | aborted
   int stop_reasons = 0;      // StopReason bits when stopped
   std::string error;         // why it failed
+  bool timed_out = false;    // it failed on a timeout (a collective nobody completed), not a peer's error
   // phase == exited (wire/worker_vocab.h maps the exit kinds to outcomes, commands and events):
   ExitKind exit_kind = ExitKind::kNone;  // failure | preempted | hung | ended (killed by its agent) | success
   int exit_code = 0;

@@ -25,7 +25,7 @@ ELASTRAIN_JSON_RECORD(CheckpointMessage, step, time)
 ELASTRAIN_JSON_RECORD(ProgressMessage, generation, step, phase, time, collective_seq, collective_kind,
                       in_collective)
 ELASTRAIN_JSON_RECORD(EndedMessage, generation, outcome, stop_reasons, start_step, step,
-                                                state_step, copies_generation, copies, leaving, error)
+                                                state_step, copies_generation, copies, leaving, error, timed_out)
 ELASTRAIN_JSON_RECORD(FatalMessage, error)
 
 // stop's reason travels as "user" or "resize".

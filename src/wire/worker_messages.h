@@ -128,6 +128,7 @@ struct EndedMessage {
   std::string error;
   int64_t copies_generation = -1;  // WorkerRecord::copies_generation
   std::vector<HeldCopy> copies;
+  bool timed_out = false;    // it failed because a blocking call (a collective) ran past its timeout
 };
 
 struct FatalMessage {

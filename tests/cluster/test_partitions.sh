@@ -57,6 +57,11 @@ cut_step=$(head -n "$metrics_at_cut" "$RUN/metrics.jsonl" | awk 'match($0, /"ste
   s = substr($0, RSTART + 7, RLENGTH - 7) + 0; if (s > m) m = s } END { print m + 0 }')
 wait_until 60 at_step $(($(run_step) + 3)) && pass "h2 cut off at generation $gen_before: training went on (step $(run_step))" ||
   fail "no progress with h2 cut off (step $(run_step))"
+# Issue 32: the hang the cut caused names h2's ranks, gone with their host, and only them.
+wait_ev "$RUN" hang_diagnosed 30 generation="$gen_before" || true
+hosts=$(ev "$RUN" hang_diagnosed hosts generation="$gen_before")
+[[ $hosts =~ ^\[\"h2\"(,\"h2\")*\]$ ]] && pass "hang_diagnosed: $(ev "$RUN" hang_diagnosed reason generation="$gen_before")" ||
+  fail "hang_diagnosed of generation $gen_before names hosts '$hosts': $(ev "$RUN" hang_diagnosed reason generation="$gen_before")"
 sleep $((3 * LEASE))
 alive=$(ip netns pids "$(host_ns h2)" | xargs -r ps -o comm= -p 2>/dev/null | sort | uniq -c | xargs || true)
 echo "    processes left in h2 after 3 leases: $alive"

@@ -199,6 +199,7 @@ TEST(ElasticPolicyGray, ACollectiveTimeoutReplacesOnlyTheRankBehind) {
   InCollective(c, "a3-w0", 50, true, now - 0.1);
   MarkIdle(c, "a1-w0", "failed", 10);
   MarkIdle(c, "a3-w0", "failed", 10);
+  c.W("a1-w0").rec.timed_out = c.W("a3-w0").rec.timed_out = true;
   const Decision d = Decide(RunningRecord(plan, kT0), c.Obs(now, plan), Settings(1, 3));
   ASSERT_EQ(CountEvents(d, "hang_diagnosed"), 1) << Names(d);
   EXPECT_EQ(FindEvent(d, "hang_diagnosed")->fields["behind"], nlohmann::json::array({1}));
@@ -220,6 +221,25 @@ TEST(ElasticPolicyGray, AMemberThatDiedExplainsTheOthersFailedCollectives) {
   InCollective(c, "a2-w0", 50, true, now - 0.3);
   InCollective(c, "a3-w0", 49, true, now - 0.1);
   MarkExited(c, "a2-w0", "failure", now - 0.2);
+  MarkIdle(c, "a1-w0", "failed", 10);
+  MarkIdle(c, "a3-w0", "failed", 10);
+  const Decision d = Decide(RunningRecord(plan, kT0), c.Obs(now, plan), Settings(1, 3));
+  EXPECT_EQ(CountEvents(d, "hang_diagnosed"), 0) << Names(d);
+  for (const auto& [agent, cmd] : d.commands) EXPECT_NE(cmd.action, CommandAction::kHung) << cmd.worker;
+}
+
+TEST(ElasticPolicyGray, APeersErrorBeforeItsHostIsLostNamesNobody) {
+  // Host h2 lost power: its rank's sockets reset, so ranks 0 and 2 failed at once (not
+  // on a timeout), at collective numbers a moment's reports apart; h2's agent still
+  // holds its lease, so rank 1 still looks alive. Nobody is diagnosed or killed (on
+  // test_partitions.sh such a diagnosis killed survivors and cooled their hosts down).
+  Cluster c;
+  c.AddHost("a1", "h1", 1).AddHost("a2", "h2", 1).AddHost("a3", "h3", 1);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a2-w0", "a3-w0"}, 10, kT0);
+  const double now = kT0 + 5;
+  InCollective(c, "a1-w0", 50, false, now - 0.1);
+  InCollective(c, "a2-w0", 54, true, now - 0.2);
+  InCollective(c, "a3-w0", 47, true, now - 0.1);
   MarkIdle(c, "a1-w0", "failed", 10);
   MarkIdle(c, "a3-w0", "failed", 10);
   const Decision d = Decide(RunningRecord(plan, kT0), c.Obs(now, plan), Settings(1, 3));

@@ -39,6 +39,14 @@ TEST(Hang, AGoneRankIsBehind) {
   EXPECT_THAT(e.reason, HasSubstr("is gone"));
 }
 
+TEST(Hang, ARankWhoseReportsWentWithItsHostSaysSo) {
+  HangMember lost = M(1, -1, false, 0, /*gone=*/true);
+  lost.reported = false;  // its host's agent lease expired, its records with it
+  const HangDiagnosedEvent e = DiagnoseHang(3, {M(0, 12, true, kNow - 0.1), lost}, kNow, "silent_rank");
+  EXPECT_THAT(e.behind, ElementsAre(1));
+  EXPECT_THAT(e.reason, HasSubstr("rank 1 on h1 is gone (no report of it left"));
+}
+
 TEST(Hang, TheRankThatNeverEnteredTheCollectiveIsBehind) {
   // Everyone talks; ranks 0, 1, 3 wait in #12, rank 2 is still after #11 (computing).
   std::vector<HangMember> ms = {M(0, 12, true, kNow), M(1, 12, true, kNow), M(2, 11, false, kNow), M(3, 12, true, kNow)};

@@ -163,13 +163,14 @@ TEST(WireMessages, JsonIsTheSameAsBefore) {
   EndedMessage e;
   e.generation = 4;
   e.outcome = GenerationOutcome::kAborted;
-  // ended gained the RAM tier's copies (issue #18); an older reader ignores them.
+  // ended gained the RAM tier's copies (issue #18) and timed_out (issue #32); an older
+  // reader ignores them.
   e.copies_generation = 3;
   e.copies = {{1, 40}, {2, 39}};
   EXPECT_EQ(ToJson(WorkerMessage(e)).dump(),
             R"({"copies":[{"shard":1,"step":40},{"shard":2,"step":39}],"copies_generation":3,"error":"",)"
             R"("generation":4,"leaving":false,"outcome":"aborted","start_step":-1,"state_step":-1,)"
-            R"("step":-1,"stop_reasons":0,"type":"ended"})");
+            R"("step":-1,"stop_reasons":0,"timed_out":false,"type":"ended"})");
   WorkerMessage old_ended;
   ASSERT_TRUE(FromJson(nlohmann::json::parse(R"({"generation":4,"outcome":"aborted","type":"ended"})"), &old_ended).ok());
   EXPECT_EQ(std::get<EndedMessage>(old_ended).copies_generation, -1);
