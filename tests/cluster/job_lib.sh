@@ -10,12 +10,15 @@ LEASE=${LEASE:-3}
 HEAD_HOST=""
 declare -A AGENT_N=()
 
-# start_head H: `elastrain head` inside H, its API on H's address; HEAD is its URL.
+# start_head H [LOG]: `elastrain head` inside H, its API on H's address; HEAD is its URL,
+# HEAD_PID its process. LOG defaults to $WORK/head.log (a restarted head: another file).
 start_head() {
   HEAD_HOST=$1
   HEAD=http://$(host_ip "$1"):8080
-  host_bg "$1" "$WORK/head.log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip "$1")" --port 8080
-  wait_until 30 grep -q "$HEAD" "$WORK/head.log" || fail "head did not start: $(tail -3 "$WORK/head.log")"
+  local log=${2:-$WORK/head.log}
+  host_bg "$1" "$log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip "$1")" --port 8080
+  HEAD_PID=$BG_PID
+  wait_until 30 grep -q "$HEAD" "$log" || fail "head did not start: $(tail -3 "$log")"
 }
 
 # start_agent H: a fresh agent of 2 slots inside H (a new id each time, as after a reboot);
