@@ -163,6 +163,10 @@ Result<pid_t> SpawnProcess(const SpawnSpec& s) {
     ::execve(exe.c_str(), argv.data(), envp.data());
     _exit(127);
   }
+  // The parent sets the group too: a kill(-pid) right after the fork (a check cancelled at
+  // once, a worker killed at birth) must find the group. EACCES once the child has exec'd:
+  // it had set it itself by then.
+  if (s.own_process_group) ::setpgid(pid, pid);
   if (log_fd >= 0) ::close(log_fd);
   return pid;
 }
