@@ -80,16 +80,24 @@ def batch(seed, step, global_batch, dim):
 
 class StepClock:
     """One step's seconds, split into waiting for the other ranks (the collectives, run
-    inside `with clock.waiting():`) and computing (all the rest)."""
+    inside `with clock.waiting():`) and computing (all the rest). With the elastrain
+    channel, each collective is also marked (`channel.collective`), for a hang's diagnosis."""
+
+    def __init__(self, channel=None):
+        self.channel = channel
 
     def start(self):
         self.started, self.waited = time.time(), 0.0
 
+    def mark(self, kind="allreduce"):
+        return self.channel.collective(kind) if self.channel else contextlib.nullcontext()
+
     @contextlib.contextmanager
-    def waiting(self):
+    def waiting(self, kind="allreduce"):
         t = time.time()
         try:
-            yield
+            with self.mark(kind):
+                yield
         finally:
             self.waited += time.time() - t
 
@@ -141,7 +149,7 @@ def main():
         opt.load_state_dict(state["opt"])
         start = state["step"]
     ddp = DDP(model)
-    clock = StepClock()
+    clock = StepClock(channel)
     ddp.register_comm_hook(clock, timed_allreduce)
     if args.global_batch % world:
         raise SystemExit(f"--global-batch {args.global_batch} must divide by WORLD_SIZE {world}")
@@ -181,7 +189,8 @@ def main():
         # Every rank must agree to stop at the same step (a SIGTERM reaches them at
         # slightly different times): the flag is all-reduced.
         flag = torch.tensor([1.0 if stop else 0.0])
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        with clock.mark("allreduce"):
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
         stop = flag.item() > 0
         if step % args.checkpoint_every == 0 or stop or step == args.steps:
             if rank == 0:
@@ -189,7 +198,8 @@ def main():
                 save(path, model, opt, step)
                 if channel:
                     channel.checkpoint_committed(step, seconds=time.time() - s0)
-            dist.barrier()
+            with clock.mark("barrier"):
+                dist.barrier()
         if stop:
             print(f"STOPPED rank={rank} step={step}", flush=True)
             dist.destroy_process_group()

@@ -8,6 +8,8 @@
  *       or, timed: elastrain_report_step_timed(step, loss, tokens, step_seconds, compute_seconds);
  *   ... a thread or the loop, every second: elastrain_heartbeat();
  *   ... after a checkpoint is durable: elastrain_checkpoint_committed(step, seconds);
+ *   ... around each collective, for a hang's diagnosis:
+ *       elastrain_collective(seq, "allreduce", 1); all_reduce(...); elastrain_collective(seq, "allreduce", 0);
  *   ... if (elastrain_stop_requested(NULL)) { save; exit(0); }
  *
  * Outside elastrain every call does nothing and returns 0. The functions are not
@@ -101,6 +103,17 @@ static inline int elastrain_checkpoint_committed(long long step, double seconds)
   char line[160];
   if (elastrain_fd_ < 0) return 0;
   snprintf(line, sizeof line, "{\"type\":\"checkpoint\",\"step\":%lld,\"seconds\":%.6f}\n", step, seconds);
+  return elastrain_send_(line);
+}
+
+/* Collective `seq` (numbered from 0 in this process) of `kind` (allreduce, allgather,
+ * reduce_scatter, broadcast, barrier, exchange or connect) entered (inside 1) or left
+ * (inside 0). A hang's diagnosis names the rank behind by these. */
+static inline int elastrain_collective(long long seq, const char* kind, int inside) {
+  char line[160];
+  if (elastrain_fd_ < 0) return 0;
+  snprintf(line, sizeof line, "{\"type\":\"collective\",\"seq\":%lld,\"kind\":\"%.20s\",\"inside\":%s}\n", seq,
+           kind ? kind : "", inside ? "true" : "false");
   return elastrain_send_(line);
 }
 

@@ -13,6 +13,7 @@ Nothing here is needed: a script written for torchrun runs unchanged under
         loss = train_step()
         ew.report_step(step + 1, loss=loss, tokens=tokens_per_step)  # dashboard, goodput, hang detection
         # or, timed: report_step(step + 1, loss=loss, step_seconds=t, compute_seconds=t - allreduce_t)
+        # and each collective wrapped, for a hang's diagnosis: with ew.collective("allreduce"): ...
         if ew.stop_requested():       # a resize, `elastrain stop` or a preemption notice
             save(step + 1); ew.checkpoint_committed(step + 1); break
 
@@ -24,6 +25,7 @@ on the worker's liveness follows this process: one that is stopped (SIGSTOP) or 
 for worker_heartbeat_timeout is killed as hung.
 """
 
+import contextlib
 import json
 import math
 import os
@@ -33,8 +35,9 @@ import time
 
 __all__ = [
     "connected", "wait_for_assignment", "report_step", "checkpoint_committed",
-    "stop_requested", "stop_deadline", "checkpoint_period", "control",
+    "stop_requested", "stop_deadline", "checkpoint_period", "control", "collective",
 ]
+_COLLECTIVE_KINDS = ("allreduce", "allgather", "reduce_scatter", "broadcast", "barrier", "exchange", "connect")
 
 _HEARTBEAT_SECONDS = 1.0
 _MAX_LINE = 1 << 20
@@ -200,6 +203,35 @@ def checkpoint_committed(step, seconds=None):
     if seconds is not None and math.isfinite(float(seconds)):
         msg["seconds"] = float(seconds)
     _channel.send(msg)
+
+
+_collective_lock = threading.Lock()
+_collective_seq = -1
+
+
+@contextlib.contextmanager
+def collective(kind="allreduce"):
+    """Wrap each collective: `with ew.collective("allreduce"): dist.all_reduce(t)`.
+
+    Tells elastrain which collective this process entered (numbered from 0) and when it
+    left it, two short lines on a local socket. When a generation hangs, elastrain names
+    the rank behind by these: the one stopped inside, or the one that never entered the
+    collective the others wait in (docs/launch.md "Hang detection"). kind: allreduce,
+    allgather, reduce_scatter, broadcast, barrier, exchange or connect."""
+    if kind not in _COLLECTIVE_KINDS:
+        raise ValueError("collective kind %r: expected one of %s" % (kind, ", ".join(_COLLECTIVE_KINDS)))
+    if not connected():
+        yield
+        return
+    global _collective_seq
+    with _collective_lock:
+        _collective_seq += 1
+        seq = _collective_seq
+    _channel.send({"type": "collective", "seq": seq, "kind": kind, "inside": True})
+    try:
+        yield
+    finally:
+        _channel.send({"type": "collective", "seq": seq, "kind": kind, "inside": False})
 
 
 def control():

@@ -9,7 +9,7 @@ namespace {
 
 std::string Where(const HangMember& m) {
   if (!m.reported) return "no report of it left";
-  if (m.collective_seq < 0) return "before its first collective";
+  if (m.collective_seq < 0) return "no collective reported";
   return fmt::format("{} collective #{} ({})", m.in_collective ? "in" : "after", m.collective_seq,
                      m.collective_kind.empty() ? "?" : m.collective_kind);
 }
@@ -62,7 +62,7 @@ HangDiagnosedEvent DiagnoseHang(int64_t generation, const std::vector<HangMember
     e.reason = furthest >= 0
                    ? fmt::format("no rank is behind: every member entered collective #{}; the links between them?",
                                  furthest)
-                   : "no rank is behind: none entered a collective yet";
+                   : "no rank is behind: none reported entering a collective";
   } else {
     for (const std::string& w : why) e.reason += (e.reason.empty() ? "" : "; ") + w;
   }

@@ -393,6 +393,11 @@ void LaunchMachine::OnProgramMessage(Program& p, const ProgramMessage& m, double
   if (!running) return;  // a spare's heartbeats and waiting only refresh last_msg
   if (const auto* s = std::get_if<ProgramStep>(&m)) OnStep(*s, now, out);
   if (const auto* c = std::get_if<ProgramCheckpoint>(&m)) OnCheckpoint(*c, now, out);
+  if (const auto* c = std::get_if<ProgramCollective>(&m)) {
+    gen_->collective_seq = c->seq;
+    gen_->collective_kind = c->kind;
+    gen_->in_collective = c->inside;
+  }
 }
 
 void LaunchMachine::OnStep(const ProgramStep& s, double now, Actions* out) {
@@ -579,6 +584,11 @@ void LaunchMachine::TickIfDue(double now, Actions* out) {
   m.step = gen_ ? gen_->last_step : -1;
   m.phase = !gen_ ? TrainPhase::kIdle : gen_->last_step >= 0 ? TrainPhase::kTrain : TrainPhase::kSetup;
   m.time = now;
+  if (gen_) {
+    m.collective_seq = gen_->collective_seq;
+    m.collective_kind = gen_->collective_kind;
+    m.in_collective = gen_->in_collective;
+  }
   out->push_back(SendToAgent{m});
 }
 

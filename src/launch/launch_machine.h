@@ -221,6 +221,11 @@ class LaunchMachine {
     double listen_until = 0;   // > 0: a warm rank 0's address is published once it listens or then
     int64_t first_step = -1, last_step = -1;
     double last_step_time = 0, started = 0;
+    // The collective the program said it entered last (its channel's collective
+    // messages): the liveness ticks carry it, and a hang's diagnosis reads it.
+    int64_t collective_seq = -1;
+    std::string collective_kind;
+    bool in_collective = false;
     int stop_reasons = 0;      // kStop* bits asked for
     double stop_deadline = 0;  // > 0: the stop must be done by then (the program is told)
     double term_at = 0;        // > 0: SIGTERM then (unless sent)

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "common/collective_kind.h"
+
 namespace elastrain {
 
 namespace {
@@ -104,9 +106,21 @@ Status ParseProgramMessage(const nlohmann::json& j, ProgramMessage* out) {
     ELASTRAIN_RETURN_IF_ERROR(Int(j, type, "step", 0, kMaxStep, &c.step, /*required=*/true));
     ELASTRAIN_RETURN_IF_ERROR(Num(j, type, "seconds", 0, &c.seconds));
     *out = c;
+  } else if (type == "collective") {
+    ProgramCollective c;
+    ELASTRAIN_RETURN_IF_ERROR(Int(j, type, "seq", 0, kMaxStep, &c.seq, /*required=*/true));
+    auto k = j.find("kind");
+    const std::string kind = k != j.end() && k->is_string() ? k->get<std::string>() : "";
+    if (kind.empty() || !ParseChoice(kCollectiveKindChoices, kind))
+      return Bad(type, "kind", "one of allreduce, allgather, reduce_scatter, broadcast, barrier, exchange, connect");
+    c.kind = kind;
+    auto in = j.find("inside");
+    if (in == j.end() || !in->is_boolean()) return Bad(type, "inside", "true or false");
+    c.inside = in->get<bool>();
+    *out = std::move(c);
   } else {
     return Status::InvalidArgument(fmt::format(
-        "program message: unknown type '{}' (expected hello, waiting, heartbeat, step or checkpoint)",
+        "program message: unknown type '{}' (expected hello, waiting, heartbeat, step, checkpoint or collective)",
         type.substr(0, 40)));
   }
   return Status::OK();

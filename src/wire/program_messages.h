@@ -12,6 +12,10 @@
 //                "metrics":{...}}  compute_seconds: the part of the step outside collectives
 //                (<= step_seconds when both are given)
 //   checkpoint  {"type":"checkpoint","step":N,"seconds":X}  a checkpoint of step N is committed
+//   collective  {"type":"collective","seq":N,"kind":K,"inside":B}  it entered (inside: true) or
+//                left collective N (counted from 0 in this process) of kind K (allreduce,
+//                allgather, reduce_scatter, broadcast, barrier, exchange, connect): a hang's
+//                diagnosis names the rank behind by these (issue 32)
 // Worker -> program:
 //   assign      {"type":"assign","env":{"RANK":"0",...}}   (a spare) the rank to take
 //   control     {"type":"control","stop":B,"reason":"resize|user|preemption","deadline":T,
@@ -49,8 +53,14 @@ struct ProgramStep {
   std::optional<double> compute_seconds;
 };
 struct ProgramCheckpoint { int64_t step = -1; double seconds = 0; };
+struct ProgramCollective {
+  int64_t seq = -1;           // >= 0
+  std::string kind;           // a word of kCollectiveKindChoices (common/collective_kind.h), not ""
+  bool inside = false;
+};
 
-using ProgramMessage = std::variant<ProgramHello, ProgramWaiting, ProgramHeartbeat, ProgramStep, ProgramCheckpoint>;
+using ProgramMessage =
+    std::variant<ProgramHello, ProgramWaiting, ProgramHeartbeat, ProgramStep, ProgramCheckpoint, ProgramCollective>;
 
 // InvalidArgument naming the message type and the field when `j` is not a valid message.
 Status ParseProgramMessage(const nlohmann::json& j, ProgramMessage* out);

@@ -81,6 +81,15 @@ hung=$(ev $run worker_hung time)
 awk -v s="$stopped" -v h="$hung" 'BEGIN { d = h - s; printf "detected %.2f s after SIGSTOP (worker_heartbeat_timeout 3 s)\n", d; exit !(d > 0 && d <= 63) }' \
   && pass "detected by the heartbeat" || fail "not detected in time"
 [ "$(last_step $run)" -eq 200 ] && pass "all 200 steps done" || fail "last step $(last_step $run)"
+# Issue 32: the hang's diagnosis names the stopped rank and its host.
+g=$(ev $run worker_hung generation | head -1)
+[ "$(ev $run hang_diagnosed behind generation="$g")" = "[1]" ] && [ -n "$(ev $run hang_diagnosed hosts.0 generation="$g")" ] \
+  && pass "hang_diagnosed: $(ev $run hang_diagnosed reason generation="$g")" \
+  || fail "hang_diagnosed of generation $g: behind '$(ev $run hang_diagnosed behind generation="$g")'"
+# The probe marks its stand-in collectives (include/elastrain_worker.h): rank 0's is named.
+[ "$(ev $run hang_diagnosed ranks.0.collective_kind generation="$g")" = barrier ] \
+  && pass "rank 0's last collective in the diagnosis: #$(ev $run hang_diagnosed ranks.0.collective_seq generation="$g") (barrier)" \
+  || fail "rank 0 in the diagnosis: $(ev $run hang_diagnosed ranks generation="$g")"
 # Gone, or a zombie its new parent (init) has not reaped yet: nothing of it runs.
 runs_still() { [ -r /proc/$1/stat ] && [ "$(awk '{print $3}' /proc/$1/stat 2>/dev/null)" != "Z" ]; }
 runs_still "$pid" && fail "the stopped program (pid $pid) still runs: $(cat /proc/$pid/stat)" || pass "the stopped program is gone"

@@ -49,6 +49,13 @@ run=runs/warm
 job=$!
 bg_track $job
 wait_step $run 20 180 || fail "no step 20 with warm spares: $(tail -3 "$WORK/warm.err")"
+# The script marks its collectives (elastrain_worker.collective): they reach status.
+st=$("$BIN" status --run-dir $run --json 2>/dev/null || true)
+seq=$("$JQ" ranks.1.collective_seq <<<"$st" 2>/dev/null || true)
+kind=$("$JQ" ranks.1.collective_kind <<<"$st" 2>/dev/null || true)
+[ "${seq:-0}" -gt 20 ] 2>/dev/null && [[ $kind =~ ^(allreduce|barrier)$ ]] \
+  && pass "the script's collective marks reach status: rank 1 last entered #$seq ($kind)" \
+  || fail "rank 1's collective in status: seq '$seq', kind '$kind'"
 kill -9 "$(starts $run | grep "rank=1 .*restart=0 " | field pid)"
 rc=0
 wait $job || rc=$?

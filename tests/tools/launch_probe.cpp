@@ -5,7 +5,9 @@
 // Each process writes DIR/env.<RANK>.<TORCHELASTIC_RESTART_COUNT> (its environment, one
 // VAR=value per line) and appends "<step> <restart>" lines to DIR/steps.<RANK>. Rank 0
 // keeps its progress in DIR/checkpoint (written atomically) and every rank resumes from
-// it. SIGTERM or a stop request: it writes DIR/checkpoint and exits 0.
+// it. SIGTERM or a stop request: it writes DIR/checkpoint and exits 0. With --report,
+// the second half of each step's wait stands for a collective: marked as "barrier"
+// number step - 1 (elastrain_collective), as a program that talks marks its own.
 #include <signal.h>
 #include <unistd.h>
 
@@ -72,6 +74,7 @@ int main(int argc, char** argv) {
   }
   const std::string ckpt = out + "/checkpoint";
   long long step = ReadCheckpoint(ckpt);
+  const long long start_step = step;
   std::printf("START rank=%s world=%s restart=%s resumed_from=%lld pid=%d\n", rank.c_str(), Env("WORLD_SIZE").c_str(),
               restart.c_str(), step, static_cast<int>(::getpid()));
   std::fflush(stdout);
@@ -84,7 +87,10 @@ int main(int argc, char** argv) {
   });
   int code = 0;
   while (step < steps) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms - step_ms / 2));
+    elastrain_collective(step - start_step, "barrier", 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms / 2));
+    elastrain_collective(step - start_step, "barrier", 0);
     ++step;
     { std::ofstream(out + "/steps." + rank, std::ios::app) << step << " " << restart << "\n"; }
     elastrain_report_step(step, 1.0 / static_cast<double>(step), 64);

@@ -70,7 +70,7 @@ TEST(Hang, WhenEveryoneIsSilentTheViewIsStaleNotARank) {
 TEST(Hang, NoCollectiveYetAndNoReportsAreHandled) {
   const HangDiagnosedEvent e = DiagnoseHang(0, {M(0, -1, false, 0), M(1, -1, false, 0)}, kNow, "stalled");
   EXPECT_TRUE(e.behind.empty());
-  EXPECT_THAT(e.reason, HasSubstr("none entered a collective"));
+  EXPECT_THAT(e.reason, HasSubstr("none reported entering a collective"));
   EXPECT_TRUE(DiagnoseHang(0, {}, kNow, "stalled").behind.empty());
 }
 

@@ -491,6 +491,25 @@ TEST_F(LaunchMachineTest, TicksFollowATalkingProgramAndStopWhenItFallsSilent) {
   EXPECT_EQ(Sent<ProgressMessage>(b)[0].step, 3);
 }
 
+TEST_F(LaunchMachineTest, TicksCarryTheCollectiveTheProgramSaidItIsIn) {
+  Assign(2, 1);
+  const int prog = last_pid_;
+  Say(prog, ProgramHello{prog, false});
+  Actions a = TickAt(now_);
+  ASSERT_EQ(Sent<ProgressMessage>(a).size(), 1u);
+  EXPECT_EQ(Sent<ProgressMessage>(a)[0].collective_seq, -1) << "none entered yet";
+  Say(prog, ProgramCollective{17, "allreduce", true});
+  Actions b = TickAt(now_ + kTickSeconds);
+  ASSERT_EQ(Sent<ProgressMessage>(b).size(), 1u);
+  EXPECT_EQ(Sent<ProgressMessage>(b)[0].collective_seq, 17);
+  EXPECT_EQ(Sent<ProgressMessage>(b)[0].collective_kind, "allreduce");
+  EXPECT_TRUE(Sent<ProgressMessage>(b)[0].in_collective);
+  Say(prog, ProgramCollective{17, "allreduce", false});
+  Actions c = TickAt(now_ + 2 * kTickSeconds);
+  ASSERT_EQ(Sent<ProgressMessage>(c).size(), 1u);
+  EXPECT_FALSE(Sent<ProgressMessage>(c)[0].in_collective);
+}
+
 TEST_F(LaunchMachineTest, NextDeadlineIsTheNextTickOrStopDeadline) {
   Assign(0, 1);
   TickAt(now_);

@@ -301,6 +301,25 @@ TEST(ProgramMessageTest, RejectsABadStep) {
   ExpectRejected(R"({"type":"step","step":1e300})", "step");
 }
 
+TEST(ProgramMessageTest, CollectiveMarks) {
+  ProgramMessage m;
+  ASSERT_TRUE(Parse(R"({"type":"collective","seq":41,"kind":"allreduce","inside":true})", &m).ok());
+  ASSERT_TRUE(std::holds_alternative<ProgramCollective>(m));
+  EXPECT_EQ(std::get<ProgramCollective>(m).seq, 41);
+  EXPECT_EQ(std::get<ProgramCollective>(m).kind, "allreduce");
+  EXPECT_TRUE(std::get<ProgramCollective>(m).inside);
+  ASSERT_TRUE(Parse(R"({"type":"collective","seq":0,"kind":"barrier","inside":false})", &m).ok());
+  EXPECT_FALSE(std::get<ProgramCollective>(m).inside);
+  ExpectRejected(R"({"type":"collective","kind":"allreduce","inside":true})", "seq");
+  ExpectRejected(R"({"type":"collective","seq":-1,"kind":"allreduce","inside":true})", "seq");
+  ExpectRejected(R"({"type":"collective","seq":1.5,"kind":"allreduce","inside":true})", "seq");
+  ExpectRejected(R"({"type":"collective","seq":1,"kind":"","inside":true})", "kind");
+  ExpectRejected(R"({"type":"collective","seq":1,"kind":"rm -rf","inside":true})", "kind");
+  ExpectRejected(R"({"type":"collective","seq":1,"kind":7,"inside":true})", "kind");
+  ExpectRejected(R"({"type":"collective","seq":1,"kind":"allreduce"})", "inside");
+  ExpectRejected(R"({"type":"collective","seq":1,"kind":"allreduce","inside":1})", "inside");
+}
+
 TEST(ProgramMessageTest, RejectsABadLoss) {
   ExpectRejected(R"({"type":"step","step":1,"loss":"NaN"})", "loss");
   ExpectRejected(R"({"type":"step","step":1,"loss":"2.5"})", "loss");
