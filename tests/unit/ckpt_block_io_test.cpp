@@ -39,7 +39,7 @@ struct Written {
 // page-aligned buffer as the trainer's snapshot holds them, so that the aligned parts
 // go to the disk without a copy.
 Written WriteThree(const std::string& name, bool aligned = false) {
-  Written w{ScopedTempDir("ckpt_block_" + name)};
+  Written w{ScopedTempDir("ckpt_block_" + name), {}, {}, {}, {}};
   w.dir = w.scratch.path();
   const int64_t a = 3 * (int64_t{1} << 20), c = 1500003;
   w.pieces = {{"a", {a}, -1, 0, 0, 0, a}, {"b", {7}, -1, 0, 0, 0, 7}, {"c", {c}, -1, 0, 0, 0, c}};

@@ -33,7 +33,20 @@ JobStatus SampleStatus() {
   s.world = 2;
   s.step = 40;
   s.agents = {{"a1", "h1", 2, false, ""}};
-  s.ranks = {{0, "h1", "a1", "w0", 11, 40, "train"}, {1, "h1", "a1", "w1", 12, -1, "unknown"}};
+  s.ranks.resize(2);
+  s.ranks[0].rank = 0;
+  s.ranks[0].pid = 11;
+  s.ranks[0].step = 40;
+  s.ranks[0].phase = "train";
+  s.ranks[1].rank = 1;
+  s.ranks[1].pid = 12;
+  s.ranks[1].step = -1;
+  s.ranks[1].phase = "unknown";
+  for (JobStatusRank& r : s.ranks) {
+    r.host = "h1";
+    r.agent = "a1";
+    r.worker = std::string("w").append(std::to_string(r.rank));
+  }
   s.idle_workers = 1;
   return s;
 }

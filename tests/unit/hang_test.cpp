@@ -14,7 +14,8 @@ using ::testing::HasSubstr;
 constexpr double kNow = 1000;
 
 HangMember M(int rank, int64_t seq, bool inside, double last_progress, bool gone = false) {
-  return {rank, "w" + std::to_string(rank), "h" + std::to_string(rank), seq, "allreduce", inside, last_progress, gone};
+  const std::string id = std::to_string(rank);
+  return {rank, std::string("w").append(id), std::string("h").append(id), seq, "allreduce", inside, last_progress, gone};
 }
 
 TEST(Hang, ASilentRankIsBehindWhileTheOthersTalk) {

@@ -13,6 +13,13 @@
 namespace elastrain::launch {
 namespace {
 
+// A step report with only its number.
+ProgramStep Step(int64_t n) {
+  ProgramStep s;
+  s.step = n;
+  return s;
+}
+
 using Actions = std::vector<LaunchAction>;
 
 template <typename A>
@@ -294,7 +301,7 @@ TEST_F(LaunchMachineTest, RankZeroThatCannotPublishFailsTheGenerationBeforeItsPr
 // ---------------------------------------------------------------- program exits
 TEST_F(LaunchMachineTest, ExitZeroCompletesTheGeneration) {
   Assign(0, 1);
-  Say(last_pid_, ProgramStep{7});
+  Say(last_pid_, Step(7));
   Actions a = Exited(last_pid_, Code(0));
   ASSERT_EQ(Sent<EndedMessage>(a).size(), 1u);
   const EndedMessage e = Sent<EndedMessage>(a)[0];
@@ -410,7 +417,7 @@ TEST_F(LaunchMachineTest, APreemptionSignalsTheGroupAtOnceAndTheWorkerLeavesOnce
   Assign(0, 1);  // the spare takes the rank
   ASSERT_EQ(last_pid_, spare);
   Say(spare, ProgramWaiting{});
-  Say(spare, ProgramStep{1});
+  Say(spare, Step(1));
   TickAt(now_ + 0.01);  // the first step: the next spare starts
   const int next_spare = last_pid_;
   ASSERT_NE(next_spare, spare);
@@ -484,7 +491,7 @@ TEST_F(LaunchMachineTest, TicksFollowATalkingProgramAndStopWhenItFallsSilent) {
   Say(prog, ProgramHello{prog, false});
   EXPECT_EQ(Sent<ProgressMessage>(TickAt(now_ + kTickSeconds)).size(), 1u);
   EXPECT_TRUE(Sent<ProgressMessage>(TickAt(now_ + kProgramSilenceSeconds + 0.5)).empty());  // silent
-  Say(prog, ProgramStep{3});
+  Say(prog, Step(3));
   Actions b = TickAt(now_);
   ASSERT_EQ(Sent<ProgressMessage>(b).size(), 1u);
   EXPECT_EQ(Sent<ProgressMessage>(b)[0].phase, TrainPhase::kTrain);
@@ -647,7 +654,7 @@ TEST_F(LaunchSpareTest, AGenerationHandsItsRankToTheSpare) {
   EXPECT_EQ(M().state(), LaunchState::kRunning);
   // The next spare: at the first step, not before.
   EXPECT_TRUE(All<StartProgram>(TickAt(now_ + 1)).empty());
-  Say(spare_, ProgramStep{1});
+  Say(spare_, Step(1));
   Actions b = TickAt(now_);
   ASSERT_EQ(All<StartProgram>(b).size(), 1u);
   EXPECT_TRUE(All<StartProgram>(b)[0].spare);
@@ -698,7 +705,7 @@ TEST_F(LaunchSpareTest, ASpareThatDiesBeforeItsRankTurnsWarmStartsOff) {
   Actions b = Assign(0, 1);
   ASSERT_EQ(All<StartProgram>(b).size(), 1u);  // cold
   EXPECT_FALSE(All<StartProgram>(b)[0].spare);
-  Say(last_pid_, ProgramStep{1});
+  Say(last_pid_, Step(1));
   EXPECT_TRUE(All<StartProgram>(TickAt(now_ + kSpareDelaySeconds)).empty());  // no more spares
 }
 

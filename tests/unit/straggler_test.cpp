@@ -19,7 +19,8 @@ std::vector<RankTiming> Ranks(int64_t until, int slow = -1, double factor = 1, i
   std::vector<RankTiming> v;
   for (int r = 0; r < n; ++r) {
     const double compute = r == slow ? 0.4 * factor : 0.4;
-    v.push_back({r, "a1-w" + std::to_string(r), r == slow ? "h-slow" : "h" + std::to_string(r), compute,
+    const std::string id = std::to_string(r);
+    v.push_back({r, std::string("a1-w").append(id), r == slow ? std::string("h-slow") : std::string("h").append(id), compute,
                  r == slow ? 0.01 : 0.4 * factor - 0.4 + 0.01, kAnatomyWindow, until});
   }
   return v;
