@@ -41,6 +41,7 @@
 #include "wire/worker_vocab.h"
 #include "monitor/job_api.h"
 #include "jobctl/run_token.h"
+#include "store/signed_records.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -117,6 +118,11 @@ int RunHeadCommand(const std::vector<std::string>& args) {
                "serve /metrics without the token (to a Prometheus without one)");
   app.add_option("--allowed-host", api_options.allowed_hosts,
                  "a Host name the API answers besides --host (e.g. a proxy's name; repeatable)");
+  std::string signing_key_file = DefaultHeadSigningKeyPath();
+  app.add_option("--signing-key", signing_key_file,
+                 "the head's Ed25519 key: it signs the job spec, plans and commands agents act on; created (mode "
+                 "0600) when missing, its public half written beside it as KEY.pub for the agents' --head-public-key")
+      ->capture_default_str();
   double store_wait = 0;
   AddStoreWaitOption(app, &store_wait);
   if (int rc = ParseArgs(app, "head", args); rc >= 0) return rc;
@@ -124,8 +130,12 @@ int RunHeadCommand(const std::vector<std::string>& args) {
     return FailCommand("head", Status::InvalidArgument("--tls-cert and --tls-key go together"));
   auto token = EnsureHeadToken(token_file);
   if (!token.ok()) return FailCommand("head", token.status());
-  auto store = OpenStoreWaiting(store_url, store_opt, store_wait);
-  if (!store.ok()) return FailCommand("head", store.status());
+  auto signing_key = SigningKey::LoadOrCreate(signing_key_file);
+  if (!signing_key.ok()) return FailCommand("head", signing_key.status());
+  auto opened = OpenStoreWaiting(store_url, store_opt, store_wait);
+  if (!opened.ok()) return FailCommand("head", opened.status());
+  // Everything the head writes that agents act on is signed (store/signed_records.h).
+  Result<std::shared_ptr<Store>> store = MakeSigningStore(opened.value(), signing_key.value(), keys::HeadSigned);
   api_options.token = token.value();
   api_options.token_file = token_file;
   JobApiServer api(store.value(), api_options);
@@ -139,13 +149,21 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (record_url) {
     if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
   }
+  std::printf("elastrain head: signing key %s (agents verify with --head-public-key %s.pub)\n",
+              signing_key_file.c_str(), signing_key_file.c_str());
   std::printf("elastrain head: API at %s, store %s, token %s (%s)\n", url->c_str(), store_url.c_str(),
               token_file.c_str(),
               record_url ? ("URL recorded in " + url_file).c_str() : "a read-only mount: the URL is not recorded");
   std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
   std::fflush(stdout);
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
-  Controller controller(store.value());
+  ControllerOptions controller_opt;
+  // The head runs only a job spec it signed itself (its API wrote it), never one put in
+  // the store by anyone else.
+  auto own_key = VerifyKey::FromPem(signing_key.value()->public_key_pem(), signing_key_file + ".pub");
+  if (!own_key.ok()) return FailCommand("head", own_key.status());
+  controller_opt.spec_key = own_key.value();
+  Controller controller(store.value(), controller_opt);
   while (!g_stop) {
     auto rec = controller.RunJob(g_stop);
     if (!rec.ok()) {
@@ -185,6 +203,14 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   app.add_option("--lease-seconds", lease_seconds, "registration lease: host loss is noticed after this")
       ->check(CLI::Range(0.5, 3600.0));
   double health_timeout = kDefaultHealthCheckTimeout.count() / 1000.0;
+  std::string head_public_key;
+  bool insecure_unsigned = false;
+  app.add_option("--head-public-key", head_public_key,
+                 "the head's public key (the head writes it as KEY.pub beside its --signing-key): only a job spec, "
+                 "plan or command the head signed is run");
+  app.add_flag("--insecure-unsigned-jobs", insecure_unsigned,
+               "run whatever job the store holds, unsigned (anyone who can write the store can then run programs "
+               "as this agent's user)");
   app.add_option("--health-check", opt.health_check_command,
                  "a command (run by /bin/sh -c) that checks this host: exit 0 = healthy, else its output is the "
                  "reason; run with the built-in checks at registration, on the controller's request and "
@@ -198,6 +224,17 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   AddStoreWaitOption(app, &store_wait);
   if (int rc = ParseArgs(app, "agent", args); rc >= 0) return rc;
   opt.health_checks = true;  // the built-in checks always run under `elastrain agent`
+  if (!head_public_key.empty() && insecure_unsigned)
+    return FailCommand("agent", Status::InvalidArgument("--head-public-key and --insecure-unsigned-jobs exclude each other"));
+  if (!head_public_key.empty()) {
+    auto key = VerifyKey::Load(head_public_key);
+    if (!key.ok()) return FailCommand("agent", key.status());
+    opt.head_key = key.value();
+  } else if (!insecure_unsigned) {
+    LOG_WARN("agent: no --head-public-key: job specs, plans and commands from the store are run unverified; "
+             "anyone who can write the store can run programs as this user (pass the head's KEY.pub; "
+             "--insecure-unsigned-jobs silences this)");
+  }
   opt.health_check_timeout = std::chrono::milliseconds(static_cast<int64_t>(health_timeout * 1000));
   auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });
   if (!identity.ok()) return FailCommand("agent", identity.status());

@@ -80,7 +80,9 @@ class Agent::Impl {
                                  [this] {
                                    lease_lost_ = true;
                                    a_->wake_.Notify();
-                                 }}) {}
+                                 }}) {
+    if (opt_.head_key) signed_.emplace(opt_.head_key, "agent " + opt_.id);
+  }
   ~Impl() {
     keeper_.Stop();
     StopWatcher();
@@ -173,6 +175,8 @@ class Agent::Impl {
   std::optional<AgentEnd> end_;
   std::string last_store_error_;
   WorkerThrottles throttles_;  // chaos slow; destroyed (undone) with the agent on every path
+  std::optional<SignedReader> signed_;  // with a head key: what the head did not sign is ignored
+  std::map<std::string, std::string> last_signed_;  // key -> the last value the head signed there
   std::string run_dir_;                    // the job's, once seen: its health check writes there
   std::thread health_thread_;
   std::atomic<bool> health_running_{false};
@@ -431,7 +435,18 @@ void Agent::Impl::Exited(const std::string& id, const ProcessExit& e) {
 Result<JobKeys> Agent::Impl::ReadJobKeys() {
   ELASTRAIN_ASSIGN_OR_RETURN(std::vector<KeyValue> job, store_.List(keys::kRoot + "job/"));
   JobKeys k;
-  for (const KeyValue& kv : job) {
+  for (KeyValue kv : job) {
+    if (signed_ && keys::HeadSigned(kv.key)) {
+      // What the head did not sign is ignored (logged once): the agent goes on with the
+      // last record the head signed there, so a forgery changes nothing.
+      if (signed_->Accept(kv.key, kv.value)) {
+        last_signed_[kv.key] = kv.value;
+      } else {
+        auto last = last_signed_.find(kv.key);
+        if (last == last_signed_.end()) continue;
+        kv.value = last->second;
+      }
+    }
     Status st;
     if (kv.key == keys::JobSpec()) st = FromJson(kv.value, &k.spec.emplace());
     else if (kv.key == keys::JobRecord()) st = FromJson(kv.value, &k.record.emplace());
@@ -473,6 +488,7 @@ void Agent::Impl::RunCommands() {
   if (!cmds.ok()) return;
   for (const KeyValue& kv : cmds.value()) {
     (void)store_.Delete(kv.key);
+    if (signed_ && !signed_->Accept(kv.key, kv.value, /*once_only=*/true)) continue;  // refused, logged once
     AgentCommand c;
     Status st = FromJson(kv.value, &c);
     if (st.ok()) Feed(CommandSeen{c});

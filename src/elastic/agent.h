@@ -51,6 +51,7 @@
 #include "common/wakeup.h"
 #include "elastic/agent_machine.h"  // AgentEnd
 #include "elastic/health_check.h"
+#include "store/signed_records.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -81,6 +82,11 @@ struct AgentOptions {
   std::string health_check_command;  // --health-check: run by /bin/sh -c; empty: the built-in steps only
   std::chrono::milliseconds health_check_timeout = kDefaultHealthCheckTimeout;
   double health_check_period = kDefaultHealthCheckPeriodSeconds;  // 0: at registration and on command only
+  // The head's public key (--head-public-key; store/signed_records.h): when set, the job
+  // spec, plan, stop and commands are acted on only when the head signed them. Null: any
+  // record is taken as written (embedded mode's in-process store; an agent started with
+  // --insecure-unsigned-jobs).
+  std::shared_ptr<const VerifyKey> head_key;
 };
 
 class Agent {

@@ -54,7 +54,9 @@ std::string DescribeEvent(const AnyEvent& any) {
 
 class Controller::Impl {
  public:
-  Impl(std::shared_ptr<Store> store, ControllerOptions opt) : store_(std::move(store)), opt_(opt) {}
+  Impl(std::shared_ptr<Store> store, ControllerOptions opt) : store_(std::move(store)), opt_(opt) {
+    if (opt_.spec_key) signed_spec_.emplace(opt_.spec_key, "controller");
+  }
   ~Impl() {
     if (lease_) (void)store_->RevokeLease(lease_);
   }
@@ -62,6 +64,8 @@ class Controller::Impl {
 
  private:
   Status AcquireLeadership(const std::atomic<bool>& stop);
+  // The job spec in the store; with opt_.spec_key, only one the head signed (else none).
+  Result<std::optional<JobSpec>> ReadSpec();
   void KeepLeadership();
   Result<Observation> Observe(int64_t* plan_revision);
   // Carries out a decision; false when the plan's compare-and-swap lost (observe again).
@@ -70,6 +74,7 @@ class Controller::Impl {
 
   std::shared_ptr<Store> store_;
   ControllerOptions opt_;
+  std::optional<SignedReader> signed_spec_;  // with opt_.spec_key
   LeaseId lease_ = 0;
   Clock::time_point last_keepalive_;
   JobSpec spec_;
@@ -198,6 +203,15 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
   return true;
 }
 
+Result<std::optional<JobSpec>> Controller::Impl::ReadSpec() {
+  if (!signed_spec_) return ReadRecord<JobSpec>(*store_, keys::JobSpec());
+  ELASTRAIN_ASSIGN_OR_RETURN(std::optional<KeyValue> kv, store_->Get(keys::JobSpec()));
+  if (!kv || !signed_spec_->Accept(kv->key, kv->value)) return std::optional<JobSpec>();
+  JobSpec spec;
+  if (Status st = FromJson(kv->value, &spec); !st.ok()) return Status::Corruption(kv->key + ": " + st.message());
+  return std::optional<JobSpec>(std::move(spec));
+}
+
 Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
   ELASTRAIN_RETURN_IF_ERROR(AcquireLeadership(stop));
   // Wait for a job.
@@ -205,7 +219,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     if (stop) return Status::Unavailable("controller stopped before a job was submitted");
     // The revision before the reads: a submission between them is not slept through.
     ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
-    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadRecord<JobSpec>(*store_, keys::JobSpec()));
+    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobSpec> spec, ReadSpec());
     ELASTRAIN_ASSIGN_OR_RETURN(std::optional<JobRecord> rec, ReadRecord<JobRecord>(*store_, keys::JobRecord()));
     const bool done = spec && rec && rec->job_id == spec->job_id && IsTerminal(rec->state);
     if (spec && !done) {

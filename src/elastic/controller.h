@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "config/config.h"
 #include "wire/protocol.h"
+#include "store/signed_records.h"
 #include "store/store.h"
 
 namespace elastrain {
@@ -34,6 +35,9 @@ inline constexpr std::chrono::milliseconds kDefaultDecisionTick{1000};
 struct ControllerOptions {
   std::chrono::milliseconds leader_ttl = kDefaultLeaderTtl;
   std::chrono::milliseconds tick = kDefaultDecisionTick;
+  // The head's own public key (store/signed_records.h): a job spec it did not sign (put
+  // in the store by anyone else) is ignored with a logged reason, never run. Null: any.
+  std::shared_ptr<const VerifyKey> spec_key;
 };
 
 class Controller {

@@ -167,6 +167,10 @@ std::string DefaultHeadTokenPath() {
   return (fs::path(home) / ".elastrain" / kHeadTokenFileName).string();
 }
 
+std::string DefaultHeadSigningKeyPath() {
+  return (fs::path(DefaultHeadTokenPath()).parent_path() / "head_signing_key").string();
+}
+
 Result<std::string> EnsureHeadToken(const std::string& path) {
   const fs::path dir = fs::path(path).parent_path();
   if (!dir.empty()) {

@@ -46,6 +46,8 @@ Result<std::string> ReadRunToken(const std::string& run_dir);
 
 // $HOME/.elastrain/head_token (the password database's home when HOME is unset).
 std::string DefaultHeadTokenPath();
+// $HOME/.elastrain/head_signing_key: the head's Ed25519 key (store/signed_records.h).
+std::string DefaultHeadSigningKeyPath();
 // EnsureTokenFile(path) after creating its directory with mode 0700 when missing.
 Result<std::string> EnsureHeadToken(const std::string& path);
 

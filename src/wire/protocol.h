@@ -48,6 +48,11 @@ inline std::string Agent(const std::string& id) { return AgentsPrefix() + id; }
 inline std::string ReportsPrefix() { return kRoot + "reports/"; }
 inline std::string Report(const std::string& id) { return ReportsPrefix() + id; }
 inline std::string CommandPrefix(const std::string& agent) { return kRoot + "commands/" + agent + "/"; }
+// The records that make agents act, which only the head writes and signs (issue 33,
+// store/signed_records.h): the job spec, the plan, the generation's stop, the commands.
+inline bool HeadSigned(const std::string& key) {
+  return key == JobSpec() || key == JobPlan() || key == GenerationStop() || key.rfind(kRoot + "commands/", 0) == 0;
+}
 inline std::string Rendezvous(const std::string& job_id) { return kRoot + "rdzv/" + job_id; }
 inline std::string HealthPrefix() { return kRoot + "health/"; }
 inline std::string Health(const std::string& host) { return HealthPrefix() + host; }
