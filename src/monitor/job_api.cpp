@@ -277,7 +277,7 @@ class RefusalLog {
     std::string peer = req.remote_addr;
     if (peer.empty() && raw) peer = raw->peer;
     if (peer.empty()) peer = "an unknown peer";
-    if (req.method.empty() && raw) {  // the request line or a header did not parse
+    if ((req.method.empty() || req.path.empty()) && raw) {  // the request line or a header did not parse
       LOG_WARN("api: refused '{}' from {}: HTTP {}", EscapeForLog(raw->first_line, 160), peer, status);
       return;
     }
