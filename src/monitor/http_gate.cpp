@@ -242,7 +242,7 @@ Result<int> HttpGate::Impl::Listen(const std::string& host, int port) {
   // workers' channels need theirs).
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY)
-    limits_.max_connections = std::clamp<size_t>(nofile.rlim_cur / 4, 8, limits_.max_connections);
+    limits_.max_connections = std::min<size_t>(limits_.max_connections, std::max<size_t>(nofile.rlim_cur / 4, 8));
   limits_.max_per_peer = std::clamp<size_t>(limits_.max_per_peer, 1, std::max<size_t>(limits_.max_connections / 2, 1));
   {
     std::lock_guard<std::mutex> lock(mu_);

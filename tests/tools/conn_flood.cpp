@@ -119,7 +119,9 @@ int main(int argc, char** argv) {
       ++closed;
       closed_slow += s.slow;
     }
-    for (Slot& s : slots) {
+    // The slow ones first: they are reopened before the idle ones take the round's budget.
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Slot& s = slots[(k + static_cast<size_t>(idle)) % slots.size()];
       if (s.fd < 0) {
         if (now >= s.next && reopen_budget >= 1) {
           reopen_budget -= 1;
