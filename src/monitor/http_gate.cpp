@@ -400,6 +400,7 @@ void HttpGate::Impl::AcceptSome(double now) {
 Arrival HttpGate::Impl::ReadSome(Conn& c) {
   char chunk[16384];
   size_t got = 0;
+  bool eof = false;  // the client closed its side: what it sent may still be a whole request
   for (;;) {
     if (c.ssl) {
       if (!c.handshaken) {
@@ -433,7 +434,8 @@ Arrival HttpGate::Impl::ReadSome(Conn& c) {
         c.buf.append(chunk, static_cast<size_t>(n));
         got += static_cast<size_t>(n);
       } else if (n == 0) {
-        return Arrival::kGone;
+        eof = true;
+        break;
       } else if (errno == EINTR) {
         continue;
       } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -448,9 +450,10 @@ Arrival HttpGate::Impl::ReadSome(Conn& c) {
     std::lock_guard<std::mutex> lock(mu_);
     ledger_.Progress(c.id, Now());
   }
+  const Arrival more = eof ? Arrival::kGone : Arrival::kWaiting;  // when the request is not whole yet
   const size_t head_end = RequestHeadEnd(c.buf);
   if (head_end == std::string::npos)
-    return c.buf.size() > limits_.max_head_bytes ? Arrival::kTooLarge : Arrival::kWaiting;
+    return c.buf.size() > limits_.max_head_bytes ? Arrival::kTooLarge : more;
   if (head_end > limits_.max_head_bytes) return Arrival::kTooLarge;
   // A body the gate reads too: declared by Content-Length, within max_buffered_body,
   // and not waiting for "100 Continue". Anything else goes on with its head (httplib
@@ -463,7 +466,7 @@ Arrival HttpGate::Impl::ReadSome(Conn& c) {
   const auto [end, ec] = std::from_chars(length->data(), length->data() + length->size(), declared);
   if (ec != std::errc() || end != length->data() + length->size() || declared > limits_.max_buffered_body)
     return Arrival::kComplete;
-  return c.buf.size() >= head_end + declared ? Arrival::kComplete : Arrival::kWaiting;
+  return c.buf.size() >= head_end + declared ? Arrival::kComplete : more;
 }
 
 void HttpGate::Impl::Dispatch(uint64_t id) {

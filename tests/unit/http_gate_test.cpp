@@ -218,6 +218,23 @@ TEST(HttpGateTest, AClientIsServedWhileIdleConnectionsFillTheCaps) {
   for (int fd : idle) close(fd);
 }
 
+TEST(HttpGateTest, AClientThatClosesItsSideAfterTheRequestIsAnswered) {
+  EchoGate g(GateLimits{});
+  const int c = Connect(g.port);
+  const std::string req = "GET /half HTTP/1.0\r\nHost: h\r\n\r\n";
+  ASSERT_EQ(send(c, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  ASSERT_EQ(shutdown(c, SHUT_WR), 0);  // as `nc -N` does
+  EXPECT_NE(ReadAll(c, 5).find("ok GET /half HTTP/1.0"), std::string::npos);
+  close(c);
+  // A partial request then EOF: closed unanswered, at once.
+  const int p = Connect(g.port);
+  ASSERT_EQ(send(p, "GET /pa", 7, 0), 7);
+  ASSERT_EQ(shutdown(p, SHUT_WR), 0);
+  EXPECT_EQ(ReadAll(p, 5), "");
+  close(p);
+  EXPECT_EQ(g.answered.load(), 1);
+}
+
 TEST(HttpGateTest, ABodyArrivesBeforeTheWorkerAndAnOversizedHeadIs431) {
   GateLimits limits;
   limits.max_head_bytes = 1024;
