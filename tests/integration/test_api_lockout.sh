@@ -98,7 +98,7 @@ wait_until 30 grep -q '^dashboard: ' "$WORK/head.log" || { fail "the head did no
 URL=$(cat "$HOME/.elastrain/head_url")
 PORT=${URL##*:}
 TOKEN=$(cat "$HOME/.elastrain/head_token")
-grep -E 'api: at most [0-9]+ connections' "$WORK/head.log" | head -1 | sed 's/^/  head: /'
+grep -E 'api: at most [0-9]+ connections' "$WORK/head.log" | head -1 | sed 's/^/  head: /' || true
 out=$("$BIN" submit model_name=tiny steps=5 num_workers=1 base_output_directory="$WORK/runs" run_name=lockout 2>&1) \
   && pass "a job submitted (it waits for agents): $(tail -1 <<<"$out")" || fail "submit: $out"
 
@@ -115,7 +115,7 @@ wait_until 10 grep -qF "$want" "$WORK/head.log" && pass "logged escaped with its
 ! grep -q $'\033\|\007' "$WORK/head.log" && pass "no ESC or BEL byte in the head's log" || fail "raw control bytes in the head's log"
 
 siege head $HEAD "$URL" "$TOKEN" "$DURATION" --json
-grep 'api: closed' "$WORK/head.log" | tail -1 | sed 's/^/  head: /'
+grep 'api: closed' "$WORK/head.log" | tail -1 | sed 's/^/  head: /' || true
 grep -q 'connection(s) in the last' "$WORK/head.log" && pass "the gate's summary is in the head's log" || fail "no gate summary in the head's log"
 
 # --- an embedded trainer ----------------------------------------------------------------
