@@ -55,6 +55,7 @@ struct Conn {
   int port = 0;
   double accepted = 0;
   std::string buf;
+  size_t drained = 0;  // body bytes read and discarded (a body the server refuses 413)
 
   ~Conn() {
     if (ssl) {
@@ -90,7 +91,8 @@ class GateStream : public httplib::Stream {
       : c_(c), read_deadline_(read_deadline), write_deadline_(write_deadline), stopping_(stopping) {}
 
   bool is_readable() const override {
-    return pos_ < c_.buf.size() || (c_.ssl && SSL_pending(c_.ssl) > 0) || Wait(POLLIN, read_deadline_);
+    return pos_ < c_.buf.size() || zeros_ < c_.drained || (c_.ssl && SSL_pending(c_.ssl) > 0) ||
+           Wait(POLLIN, read_deadline_);
   }
   bool is_writable() const override { return Wait(POLLOUT, write_deadline_); }
 
@@ -99,6 +101,12 @@ class GateStream : public httplib::Stream {
       const size_t n = std::min(size, c_.buf.size() - pos_);
       std::memcpy(ptr, c_.buf.data() + pos_, n);
       pos_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    if (zeros_ < c_.drained) {  // the discarded body, which is only ever skipped
+      const size_t n = std::min(size, c_.drained - zeros_);
+      std::memset(ptr, 0, n);
+      zeros_ += n;
       return static_cast<ssize_t>(n);
     }
     for (;;) {
@@ -162,6 +170,7 @@ class GateStream : public httplib::Stream {
 
   Conn& c_;
   size_t pos_ = 0;
+  size_t zeros_ = 0;
   const double read_deadline_, write_deadline_;
   const std::atomic<bool>& stopping_;
 };
@@ -464,8 +473,15 @@ Arrival HttpGate::Impl::ReadSome(Conn& c) {
   if (!length) return Arrival::kComplete;
   size_t declared = 0;
   const auto [end, ec] = std::from_chars(length->data(), length->data() + length->size(), declared);
-  if (ec != std::errc() || end != length->data() + length->size() || declared > limits_.max_buffered_body)
+  if (ec != std::errc() || end != length->data() + length->size() ||
+      declared > std::max(limits_.max_buffered_body, limits_.max_drained_body))
     return Arrival::kComplete;
+  if (declared > limits_.max_buffered_body) {  // to be refused: read, but not kept
+    c.drained += c.buf.size() - head_end;
+    c.buf.resize(head_end);
+    if (c.drained > declared) c.drained = declared;  // bytes past the body are never read
+    return c.drained >= declared ? Arrival::kComplete : more;
+  }
   return c.buf.size() >= head_end + declared ? Arrival::kComplete : more;
 }
 

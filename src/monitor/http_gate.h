@@ -14,9 +14,10 @@
 //    (monitor/connection_ledger.h): over a cap, the least recently active waiting
 //    connection is closed, so that a client sending its request at once is always
 //    served; the caps stay below the process's descriptor limit (a quarter of it);
-//  - bodies up to `max_buffered_body` arrive before a worker sees the request; a larger
-//    declared body, "Expect: 100-continue" or chunked framing is handed over with the
-//    head, and the worker's reads stop at the same deadline;
+//  - bodies up to `max_buffered_body` arrive before a worker sees the request, and
+//    larger ones up to `max_drained_body` are read and discarded first (the API refuses
+//    them, 413); a body larger still, "Expect: 100-continue" or chunked framing is handed
+//    over with the head, and the worker's reads stop at the same deadline;
 //  - a worker's answer must be written within `answer_seconds`;
 //  - one request per connection: the gate closes it after the answer.
 // TLS (SetTls) is done here too, in the event loop: the handshake is part of the
@@ -41,6 +42,10 @@ struct GateLimits {
   double request_seconds = 10;    // accept -> request head and body read (TLS handshake included)
   double answer_seconds = 30;     // request read -> answer written
   size_t max_buffered_body = 1 << 20;  // bodies up to this are read before a worker is used
+  // A larger declared body, up to this, is read and discarded by the gate before a worker
+  // sees the request (the server refuses it, 413, and a client that sent it at once must
+  // not be reset before it reads that); the worker reads zeros in its place.
+  size_t max_drained_body = 16 << 20;
   size_t max_head_bytes = 64 << 10;    // a longer request head is answered 431 and closed
   int workers = 8;
 };

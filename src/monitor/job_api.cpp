@@ -565,6 +565,7 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
     auto server = std::make_unique<GatedHttpServer>();
     GateLimits limits;
     limits.max_buffered_body = opt_.max_body_bytes;
+    limits.max_drained_body = std::max<size_t>(kMaxDrainedBodyBytes, opt_.max_body_bytes);  // as PreRouting
     auto gate = std::make_unique<HttpGate>(limits, [this](httplib::Stream& strm) {
       bool closed = true;
       server_->process_request(strm, /*close_connection=*/true, closed, {});
