@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/signals.h"
 #include "monitor/connection_ledger.h"
 #include "monitor/request_guard.h"
 
@@ -204,6 +205,7 @@ class HttpGate::Impl {
     }
     if (ctx_) SSL_CTX_free(ctx_);
     ctx_ = ctx;
+    IgnoreSigpipeOnce();  // OpenSSL writes with write(2): a client gone must be EPIPE, not a kill
     return Status::OK();
   }
 

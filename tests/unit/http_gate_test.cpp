@@ -6,6 +6,10 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -19,6 +23,7 @@
 #include "monitor/connection_ledger.h"
 #include "monitor/http_gate.h"
 #include "monitor/request_guard.h"
+#include "test_dirs.h"
 
 namespace elastrain {
 namespace {
@@ -273,6 +278,75 @@ TEST(HttpGateTest, ABodyArrivesBeforeTheWorkerAndAnOversizedHeadIs431) {
   EXPECT_NE(ReadAll(big, 5).find("431"), std::string::npos);
   close(big);
   EXPECT_EQ(g.gate.Counters().too_large, 1u);
+}
+
+// A self-signed certificate and its key (EC P-256) as PEM files in `dir`.
+bool WriteSelfSigned(const std::string& dir, std::string* cert, std::string* key) {
+  EVP_PKEY* pkey = EVP_EC_gen("P-256");
+  X509* x = X509_new();
+  if (!pkey || !x) return false;
+  ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+  X509_gmtime_adj(X509_getm_notBefore(x), 0);
+  X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+  X509_set_pubkey(x, pkey);
+  X509_NAME* name = X509_get_subject_name(x);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
+  X509_set_issuer_name(x, name);
+  bool ok = X509_sign(x, pkey, EVP_sha256()) > 0;
+  *cert = dir + "/server.crt";
+  *key = dir + "/server.key";
+  FILE* c = std::fopen(cert->c_str(), "w");
+  FILE* k = std::fopen(key->c_str(), "w");
+  ok = ok && c && k && PEM_write_X509(c, x) == 1 && PEM_write_PrivateKey(k, pkey, nullptr, nullptr, 0, nullptr, nullptr) == 1;
+  if (c) std::fclose(c);
+  if (k) std::fclose(k);
+  X509_free(x);
+  EVP_PKEY_free(pkey);
+  return ok;
+}
+
+TEST(HttpGateTest, TlsHandshakeIsPartOfTheDeadlineAndARequestIsAnsweredOverTls) {
+  ScopedTempDir dir("gate_tls");
+  std::string cert, key;
+  ASSERT_TRUE(WriteSelfSigned(dir.path(), &cert, &key));
+  GateLimits limits;
+  limits.request_seconds = 1;
+  std::atomic<int> answered{0};
+  HttpGate gate(limits, [&](httplib::Stream& s) {
+    std::string head;
+    char ch;
+    while (head.find("\r\n\r\n") == std::string::npos && s.read(&ch, 1) == 1) head += ch;
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    s.write(answer.data(), answer.size());
+    ++answered;
+  });
+  EXPECT_FALSE(gate.SetTls(dir.path() + "/missing.crt", key).ok());
+  ASSERT_TRUE(gate.SetTls(cert, key).ok());
+  auto port = gate.Listen("127.0.0.1", 0);
+  ASSERT_TRUE(port.ok()) << port.status().ToString();
+  gate.Serve();
+  // A connection that never starts its handshake: closed at the deadline.
+  const int silent = Connect(*port);
+  EXPECT_EQ(ReadAll(silent, 5), "");
+  close(silent);
+  EXPECT_EQ(gate.Counters().timed_out, 1u);
+  // A TLS client is answered.
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  SSL* ssl = SSL_new(ctx);
+  const int fd = Connect(*port);
+  SSL_set_fd(ssl, fd);
+  ASSERT_EQ(SSL_connect(ssl), 1);  // no verification: a self-signed test certificate
+  const std::string req = "GET /tls HTTP/1.1\r\nHost: h\r\n\r\n";
+  ASSERT_EQ(SSL_write(ssl, req.data(), static_cast<int>(req.size())), static_cast<int>(req.size()));
+  std::string got;
+  char buf[256];
+  for (int n; (n = SSL_read(ssl, buf, sizeof(buf))) > 0;) got.append(buf, static_cast<size_t>(n));
+  EXPECT_NE(got.find("200 OK"), std::string::npos) << got;
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  close(fd);
+  EXPECT_EQ(answered.load(), 1);
+  gate.Stop();
 }
 
 }  // namespace
