@@ -35,6 +35,7 @@
 #include "jobctl/run_token.h"
 #include "monitor/api_requests.h"
 #include "monitor/dashboard.h"
+#include "monitor/http_gate.h"
 #include "monitor/prometheus.h"
 #include "monitor/request_guard.h"
 #include "monitor/run_view.h"
@@ -254,6 +255,8 @@ void SetError(httplib::Response& res, int status, const std::string& message) {
 
 // Refused requests go to the log (peer, method, path, code; never a header or the body),
 // at most kMaxRefusalLines per kRefusalWindowSeconds so that a flood cannot fill the disk.
+// Every byte from the request is escaped (EscapeForLog: no terminal escape sequences in
+// the log); the peer comes from the gate when httplib did not parse the request (400).
 class RefusalLog {
  public:
   void Note(const httplib::Request& req, int status) {
@@ -270,9 +273,16 @@ class RefusalLog {
       return;
     }
     ++lines_;
-    std::string path;
-    for (char c : req.path.substr(0, 120)) path += (c >= 0x20 && c < 0x7f) ? c : '?';
-    LOG_WARN("api: refused {} {} from {}: HTTP {}", req.method.substr(0, 10), path, req.remote_addr, status);
+    const GateRequest* raw = CurrentGateRequest();
+    std::string peer = req.remote_addr;
+    if (peer.empty() && raw) peer = raw->peer;
+    if (peer.empty()) peer = "an unknown peer";
+    if ((req.method.empty() || req.path.empty()) && raw) {  // the request line or a header did not parse
+      LOG_WARN("api: refused '{}' from {}: HTTP {}", EscapeForLog(raw->first_line, 160), peer, status);
+      return;
+    }
+    LOG_WARN("api: refused {} {} from {}: HTTP {}", EscapeForLog(req.method, 10), EscapeForLog(req.path, 120), peer,
+             status);
   }
 
  private:
@@ -317,6 +327,13 @@ bool ExpectsBody(const std::string& method) {  // as httplib's detail::expect_co
   return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
 }
 
+// httplib's server, answering the requests the gate hands over (process_request is
+// protected: the gate, not httplib's accept loop, owns the connections).
+class GatedHttpServer : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+};
+
 }  // namespace
 
 class JobApiServer::Impl {
@@ -325,8 +342,7 @@ class JobApiServer::Impl {
   ~Impl() { Stop(); }
   Result<std::string> Start(const std::string& host, int port);
   void Stop() {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
+    if (gate_) gate_->Stop();
   }
 
  private:
@@ -355,11 +371,11 @@ class JobApiServer::Impl {
   std::shared_ptr<Store> store_;
   const JobApiOptions opt_;
   RunView view_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<GatedHttpServer> server_;
+  std::unique_ptr<HttpGate> gate_;  // owns the socket and the connections; answers through server_
   RefusalLog refusals_;
   std::map<std::string, Handler> posts_;  // path -> the guarded handler, for PreRouting
   std::vector<std::string> allowed_hosts_;
-  std::thread thread_;
 };
 
 nlohmann::json JobApiServer::Impl::Current(RunSnapshot* run) {
@@ -545,21 +561,23 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
       for (const std::string* f : {&opt_.tls_cert, &opt_.tls_key})
         if (access(f->c_str(), R_OK) != 0)
           return Status::NotFound(fmt::format("TLS file {}: {}", *f, std::strerror(errno)));
-      server_ = std::make_unique<httplib::SSLServer>(opt_.tls_cert.c_str(), opt_.tls_key.c_str());
-      if (!server_->is_valid()) {
-        server_.reset();
-        return Status::InvalidArgument(fmt::format("cannot load the TLS certificate {} with the key {} (expected PEM "
-                                                   "files, the key matching the certificate)",
-                                                   opt_.tls_cert, opt_.tls_key));
-      }
-    } else {
-      server_ = std::make_unique<httplib::Server>();
     }
+    auto server = std::make_unique<GatedHttpServer>();
+    GateLimits limits;
+    limits.max_buffered_body = opt_.max_body_bytes;
+    limits.max_drained_body = std::max<size_t>(kMaxDrainedBodyBytes, opt_.max_body_bytes);  // as PreRouting
+    auto gate = std::make_unique<HttpGate>(limits, [this](httplib::Stream& strm) {
+      bool closed = true;
+      server_->process_request(strm, /*close_connection=*/true, closed, {});
+    });
+    if (tls) ELASTRAIN_RETURN_IF_ERROR(gate->SetTls(opt_.tls_cert, opt_.tls_key));
+    server_ = std::move(server);
+    gate_ = std::move(gate);
     Routes();
     server_->set_payload_max_length(opt_.max_body_bytes);
-    // One request per connection: a refused request's unread body is never parsed as
-    // the next request, and nothing waits on an idle keep-alive (the API is polled
-    // every 2 s at most).
+    // One request per connection (the gate closes it after the answer): a refused
+    // request's unread body is never parsed as the next request, and nothing waits on an
+    // idle keep-alive (the API is polled every 2 s at most).
     server_->set_keep_alive_max_count(1);
     server_->set_pre_routing_handler(
         [this](const httplib::Request& req, httplib::Response& res) { return PreRouting(req, res); });
@@ -572,7 +590,7 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
     server_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       if (res.status == kHttpBadRequest || res.status == kHttpUnauthorized || res.status == kHttpForbidden ||
           res.status == kHttpLengthRequired || res.status == kHttpPayloadTooLarge ||
-          res.status == kHttpUnsupportedMediaType || res.status == kHttpMisdirected)
+          res.status == kHttpUnsupportedMediaType || res.status == kHttpMisdirected || res.status == 414)
         refusals_.Note(req, res.status);
     });
     server_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
@@ -586,18 +604,20 @@ Result<std::string> JobApiServer::Impl::Start(const std::string& host, int port)
       SetError(res, kHttpInternalError, what);
     });
   }
-  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0)
-    return Status::Unavailable(fmt::format("cannot listen on {}:{} (in use, or not a local address)", host, port));
+  auto bound = gate_->Listen(host, port);
+  if (!bound.ok()) return bound.status();
   std::vector<std::string> names = opt_.allowed_hosts;
   if (IsWildcardHost(host)) {
     const std::vector<std::string> local = LocalNames();
     names.insert(names.end(), local.begin(), local.end());
   }
-  allowed_hosts_ = AllowedHostHeaders(host, bound, tls ? 443 : 80, names);
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  allowed_hosts_ = AllowedHostHeaders(host, *bound, tls ? 443 : 80, names);
+  gate_->Serve();
+  const GateLimits limits = gate_->limits();
+  LOG_INFO("api: at most {} connections ({} per address), {:.0f} s to send a request, {} worker threads",
+           limits.max_connections, limits.max_per_peer, limits.request_seconds, limits.workers);
   const std::string url_host = host.find(':') != std::string::npos && host.front() != '[' ? "[" + host + "]" : host;
-  return fmt::format("{}://{}:{}", tls ? "https" : "http", url_host, bound);
+  return fmt::format("{}://{}:{}", tls ? "https" : "http", url_host, *bound);
 }
 
 JobApiServer::JobApiServer(std::shared_ptr<Store> store, JobApiOptions options)

@@ -1,6 +1,7 @@
-// The controller's HTTP API (cpp-httplib), served by `elastrain head` and by the embedded
-// `elastrain train` (dashboard_host:dashboard_port, Ray's 8265 by default), over HTTP or,
-// with a certificate and key, HTTPS:
+// The controller's HTTP API (cpp-httplib behind an accept gate, monitor/http_gate.h: a
+// 10 s deadline per request, caps per server and per address), served by `elastrain
+// head` and by the embedded `elastrain train` (dashboard_host:dashboard_port, Ray's 8265
+// by default), over HTTP or, with a certificate and key, HTTPS:
 //   GET  /                 the live dashboard page (monitor/dashboard.h); holds no data
 //   GET  /metrics          Prometheus text format (monitor/prometheus.h)
 //   GET  /api/v1/job       the job's status (JobStatusJson)

@@ -65,6 +65,61 @@ bool HostHeaderAllowed(std::string_view host, const std::vector<std::string>& al
   return false;
 }
 
+std::string EscapeForLog(std::string_view text, size_t max_bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  const std::string_view shown = text.substr(0, max_bytes);
+  out.reserve(shown.size() + 3);
+  for (unsigned char c : shown) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (text.size() > max_bytes) out += "...";
+  return out;
+}
+
+size_t RequestHeadEnd(std::string_view buffer) {
+  // The first blank line: "\n" followed by "\r\n" or "\n".
+  for (size_t i = buffer.find('\n'); i != std::string_view::npos; i = buffer.find('\n', i + 1)) {
+    if (i + 1 < buffer.size() && buffer[i + 1] == '\n') return i + 2;
+    if (i + 2 < buffer.size() && buffer[i + 1] == '\r' && buffer[i + 2] == '\n') return i + 3;
+  }
+  return std::string_view::npos;
+}
+
+std::string_view RequestLine(std::string_view buffer) {
+  std::string_view line = buffer.substr(0, buffer.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+std::optional<std::string_view> RawHeaderValue(std::string_view head, std::string_view name) {
+  size_t pos = head.find('\n');  // past the request line
+  while (pos != std::string_view::npos && pos + 1 < head.size()) {
+    const size_t start = pos + 1;
+    const size_t end = head.find('\n', start);
+    std::string_view line = head.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) break;  // the blank line: end of the head
+    const size_t colon = line.find(':');
+    if (colon != std::string_view::npos && EqualsIgnoreCase(line.substr(0, colon), name)) {
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
+      return value;
+    }
+    pos = end;
+  }
+  return std::nullopt;
+}
+
 bool IsJsonContentType(std::string_view content_type) {
   const size_t semi = content_type.find(';');
   std::string_view media = content_type.substr(0, semi);

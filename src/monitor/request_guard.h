@@ -9,6 +9,7 @@
 // For a wildcard bind (0.0.0.0, ::) the caller adds the machine's addresses and name.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,23 @@ std::vector<std::string> AllowedHostHeaders(const std::string& bind_host, int po
                                             const std::vector<std::string>& names);
 // `host` (a request's Host header) is one of `allowed`, ignoring case.
 bool HostHeaderAllowed(std::string_view host, const std::vector<std::string>& allowed);
+
+// `text` made safe for a log line: a byte outside printable ASCII as \xHH (an escape
+// sequence "\x1b[2J" cannot drive the reader's terminal; bytes 0x80-0xff too, as some
+// terminals take 0x9b for CSI), a backslash as "\\"; at most `max_bytes` of the input,
+// then "..." (the escaped text is at most 4 times as long).
+std::string EscapeForLog(std::string_view text, size_t max_bytes = 200);
+
+// The raw bytes of a request as they arrive (monitor/http_gate.h reads them before
+// httplib parses them): the offset just past the blank line ending its head ("\r\n\r\n",
+// or "\n\n"), or npos while the head is incomplete.
+size_t RequestHeadEnd(std::string_view buffer);
+// The first line of a raw request, without its line end (for logging a request that does
+// not parse).
+std::string_view RequestLine(std::string_view buffer);
+// The value of header `name` (case-insensitive, first occurrence) in a raw request head,
+// trimmed; nullopt when absent.
+std::optional<std::string_view> RawHeaderValue(std::string_view head, std::string_view name);
 
 // "application/json", optionally with parameters ("; charset=utf-8"), ignoring case.
 bool IsJsonContentType(std::string_view content_type);
