@@ -83,11 +83,14 @@ fi
 if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain >"$WORK/make-secrets.log" 2>&1; then
   pass "make-secrets.sh"
   s=$WORK/secrets
-  modes=$(stat -c '%a %n' "$s"/*.key "$s/token" | grep -v '^600 ' || true)
-  [ -z "$modes" ] && pass "make-secrets.sh: keys and token are 0600" || fail "make-secrets.sh: not 0600: $modes"
+  modes=$(stat -c '%a %n' "$s"/*.key "$s"/*.password "$s/token" | grep -v '^600 ' || true)
+  [ -z "$modes" ] && pass "make-secrets.sh: keys, passwords and token are 0600" || fail "make-secrets.sh: not 0600: $modes"
+  pw=$(cat "$s"/etcd-{root,head,agent}.password | sort -u | grep -cE '^[0-9a-f]{64}$' || true)
+  [ "$pw" = 3 ] && pass "make-secrets.sh: three different etcd passwords (root, elastrain-head, elastrain-agent)" ||
+    fail "make-secrets.sh: etcd passwords: $pw distinct of 64 hex digits"
   grep -qE '^[0-9a-f]{64}$' "$s/token" && [ "$(wc -c <"$s/token")" -eq 65 ] &&
     pass "make-secrets.sh: token is 64 hex digits and a newline" || fail "make-secrets.sh: token format"
-  for c in etcd-server etcd-client head; do
+  for c in etcd-server etcd-head etcd-agent head; do
     openssl verify -CAfile "$s/ca.crt" "$s/$c.crt" >/dev/null 2>&1 && pass "make-secrets.sh: $c.crt chains to ca.crt" ||
       fail "make-secrets.sh: $c.crt does not verify against ca.crt"
   done
@@ -99,9 +102,13 @@ if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain 
   for n in DNS:elastrain-head, DNS:elastrain-head.elastrain.svc, DNS:localhost; do
     [[ $san == *"$n"* ]] && pass "make-secrets.sh: head.crt names ${n%,}" || fail "make-secrets.sh: head.crt lacks ${n%,}"
   done
-  subj=$(openssl x509 -in "$s/etcd-client.crt" -noout -subject)
-  [[ $subj != *CN* ]] && pass "make-secrets.sh: etcd-client.crt has no Common Name (etcd's JSON gateway)" ||
-    fail "make-secrets.sh: etcd-client.crt has a Common Name: $subj"
+  for c in etcd-head etcd-agent; do
+    subj=$(openssl x509 -in "$s/$c.crt" -noout -subject)
+    [[ $subj != *CN* ]] && pass "make-secrets.sh: $c.crt has no Common Name (etcd's JSON gateway): $subj" ||
+      fail "make-secrets.sh: $c.crt has a Common Name: $subj"
+  done
+  cmp -s "$s/etcd-head.key" "$s/etcd-agent.key" && fail "make-secrets.sh: the head and the agents share an etcd key" ||
+    pass "make-secrets.sh: the head and the agents have their own etcd client keys"
 else
   cat "$WORK/make-secrets.log"
   fail "make-secrets.sh"
