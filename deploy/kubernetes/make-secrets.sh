@@ -5,14 +5,18 @@
 #   ca.crt ca.key              a CA for this deployment (keep ca.key offline)
 #   etcd-server.crt .key       etcd's server and peer certificate: elastrain-etcd, its
 #                              members *.elastrain-etcd-peer.NAMESPACE.svc, localhost
-#   etcd-client.crt .key       the head's and agents' client certificate, without a Common
-#                              Name (etcd's JSON gateway refuses one when auth is on:
-#                              docs/etcd-tls.md)
+#   etcd-head.crt .key         the head's etcd client certificate } without a Common Name
+#   etcd-agent.crt .key        the agents' (and their workers')   } (etcd's JSON gateway
+#                              refuses one when auth is on: docs/etcd-tls.md)
+#   etcd-root.password         etcd's users: root (only etcd's pod, to set up the others),
+#   etcd-head.password         elastrain-head (readwrite on elastrain/) and
+#   etcd-agent.password        elastrain-agent (read elastrain/, write only the agents'
+#                              keys): 64 hex digits each (docs/deploy.md, "Credentials")
 #   head.crt head.key          the head's HTTPS API: elastrain-head, its Service names,
 #                              localhost and 127.0.0.1 (kubectl port-forward)
 #   token                      the API's bearer token: 64 hex digits and a newline
-#   secrets.yaml               the four Secrets; apply with  kubectl apply -f OUT_DIR/secrets.yaml
-# Keys and the token are 0600. $KUBECTL (default kubectl) only formats the Secrets
+#   secrets.yaml               the six Secrets; apply with  kubectl apply -f OUT_DIR/secrets.yaml
+# Keys, passwords and the token are 0600. $KUBECTL (default kubectl) only formats the Secrets
 # (--dry-run=client): no cluster is contacted. A production cluster may use its own PKI
 # (cert-manager, ...) as long as the Secrets keep these names and keys.
 set -euo pipefail
@@ -51,12 +55,14 @@ svc="$ns.svc"
 # etcd's gateway dials etcd's own gRPC server with this certificate: clientAuth too.
 issue etcd-server "/CN=elastrain-etcd" "subjectAltName=DNS:elastrain-etcd,DNS:elastrain-etcd.$svc,DNS:elastrain-etcd.$svc.cluster.local,DNS:*.elastrain-etcd-peer.$svc,DNS:*.elastrain-etcd-peer.$svc.cluster.local,DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth,clientAuth"
-issue etcd-client "/O=elastrain" "extendedKeyUsage=clientAuth"
+issue etcd-head "/O=elastrain/OU=head" "extendedKeyUsage=clientAuth"
+issue etcd-agent "/O=elastrain/OU=agent" "extendedKeyUsage=clientAuth"
 issue head "/CN=elastrain-head" "subjectAltName=DNS:elastrain-head,DNS:elastrain-head.$svc,DNS:elastrain-head.$svc.cluster.local,DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
 rm -f ca.srl
 openssl rand -hex 32 >token
-chmod 600 ./*.key token
+for u in root head agent; do openssl rand -hex 32 >"etcd-$u.password"; done
+chmod 600 ./*.key ./*.password token
 
 # tls_secret NAME CERT: a kubernetes.io/tls Secret with ca.crt beside tls.crt and tls.key.
 tls_secret() {
@@ -64,14 +70,27 @@ tls_secret() {
     --from-file=ca.crt=ca.crt --from-file=tls.crt="$2.crt" --from-file=tls.key="$2.key" \
     --dry-run=client -o yaml
 }
+# etcd_client_secret NAME WHO: WHO's etcd client certificate and its password, one Secret.
+etcd_client_secret() {
+  "$kubectl" create secret generic "$1" --namespace "$ns" --type kubernetes.io/tls \
+    --from-file=ca.crt=ca.crt --from-file=tls.crt="etcd-$2.crt" --from-file=tls.key="etcd-$2.key" \
+    --from-file=password="etcd-$2.password" --dry-run=client -o yaml
+}
 {
   "$kubectl" create secret generic elastrain-api-token --namespace "$ns" --from-file=token=token \
     --dry-run=client -o yaml
   echo "---"
   tls_secret elastrain-etcd-server-tls etcd-server
   echo "---"
-  tls_secret elastrain-etcd-client-tls etcd-client
+  # Only etcd's pod mounts it: it creates the users and turns auth on (base/etcd.yaml).
+  "$kubectl" create secret generic elastrain-etcd-users --namespace "$ns" --from-file=root=etcd-root.password \
+    --from-file=elastrain-head=etcd-head.password --from-file=elastrain-agent=etcd-agent.password \
+    --dry-run=client -o yaml
+  echo "---"
+  etcd_client_secret elastrain-etcd-head head
+  echo "---"
+  etcd_client_secret elastrain-etcd-agent agent
   echo "---"
   tls_secret elastrain-head-tls head
 } >secrets.yaml
-echo "make-secrets: CA, etcd server/peer, etcd client and head certificates, API token and secrets.yaml (namespace $ns) in $(pwd)"
+echo "make-secrets: CA, etcd server/peer, etcd head and agent client and head certificates, etcd passwords, API token and secrets.yaml (namespace $ns) in $(pwd)"

@@ -154,7 +154,9 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   std::printf("elastrain head: API at %s, store %s, token %s (%s)\n", url->c_str(), store_url.c_str(),
               token_file.c_str(),
               record_url ? ("URL recorded in " + url_file).c_str() : "a read-only mount: the URL is not recorded");
-  std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
+  // Never the token itself: stdout ends in log files (Slurm, kubectl logs); docs/security.md.
+  std::printf("dashboard: %s/ (token in %s, never printed: open %s/#token=<that token>)\n", url->c_str(),
+              token_file.c_str(), url->c_str());
   std::fflush(stdout);
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
   ControllerOptions controller_opt;

@@ -112,8 +112,9 @@ int RunEmbeddedJob(const TrainConfig& cfg) {
   if (url.ok()) {
     if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) LOG_WARN("{}", st.message());
     LOG_INFO("job API at {} (elastrain status --run-dir {})", url.value(), spec->run_dir);
-    // The token goes to the terminal only, never into a log file.
-    std::printf("dashboard: %s/#token=%s\n", url->c_str(), token->c_str());
+    // Never the token itself: stdout is often a log file too (docs/security.md).
+    std::printf("dashboard: %s/ (token in %s, never printed: open %s/#token=<that token>)\n", url->c_str(),
+                api_options.token_file.c_str(), url->c_str());
     std::fflush(stdout);
   } else {
     LOG_WARN("no job API: {}", url.status().message());

@@ -22,6 +22,26 @@ void AddStoreOptions(CLI::App& app, StoreOptions* opt, const std::function<const
   app.add_option("--store-user", opt->user, "etcds://: etcd user, when etcd auth is enabled" + env(kEnvEtcdUser));
   app.add_option("--store-password-file", opt->password_file,
                  "etcds://: file whose first line is that user's password, mode 0600" + env(kEnvEtcdPasswordFile));
+  app.add_flag("--insecure-store", opt->insecure_store,
+               "accept plain etcd:// to a host that is not loopback (anyone on the network can read and rewrite "
+               "the job's keys; a private test network only)");
+}
+
+Status CheckStoreTransport(const std::string& url, const StoreOptions& opt) {
+  auto a = ParseStoreUrl(url);
+  if (!a.ok()) return a.status();  // OpenStore says the same, with the accepted forms
+  if (a->kind != StoreAddress::Kind::kEtcd || a->tls || IsLoopbackHost(a->host)) return Status::OK();
+  const std::string risk = fmt::format(
+      "plain etcd:// to {}:{}, which is not loopback: the job's keys (its spec, plan and commands) travel in clear, "
+      "and anyone who can reach that address can read and rewrite them",
+      a->host, a->port);
+  if (!opt.insecure_store)
+    return Status::InvalidArgument(fmt::format(
+        "--store '{}': {}; use etcds://HOST:PORT with client certificates and an etcd user (docs/etcd-tls.md), "
+        "or pass --insecure-store to accept that risk on a private network",
+        url, risk));
+  LOG_WARN("--insecure-store: {}; use etcds:// (docs/etcd-tls.md) anywhere but a private test network", risk);
+  return Status::OK();
 }
 
 void AddStoreWaitOption(CLI::App& app, double* seconds) {
@@ -34,6 +54,7 @@ void AddStoreWaitOption(CLI::App& app, double* seconds) {
 
 Result<std::shared_ptr<Store>> OpenStoreWaiting(const std::string& url, const StoreOptions& opt,
                                                 double wait_seconds) {
+  ELASTRAIN_RETURN_IF_ERROR(CheckStoreTransport(url, opt));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_seconds);
   bool told = false;
   for (;;) {

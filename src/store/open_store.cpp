@@ -2,6 +2,11 @@
 // read, bounded by the request timeout; with a user, the authentication first) so that a
 // wrong address or credential fails at startup with the URL in the message, not later
 // inside the controller or a rendezvous.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "common/log.h"
@@ -48,6 +53,20 @@ Result<StoreAddress> ParseStoreUrl(const std::string& url) {
   a.host = std::move(host);
   a.port = port;
   return a;
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  std::string lower = host;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower == "localhost" || lower == "localhost.") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;
 }
 
 Result<std::shared_ptr<Store>> OpenStore(const std::string& url, const StoreOptions& opt) {

@@ -63,6 +63,11 @@ struct StoreOptions {
   std::string key_file;       // its private key; set both or neither
   std::string user;           // etcd user (etcd auth enabled); empty: no token is sent
   std::string password_file;  // that user's password; required with `user`
+
+  // Plain etcd:// to a host that is not loopback (127.0.0.0/8, ::1, localhost) is
+  // refused by the long-running commands unless this is set (--insecure-store):
+  // anyone on that network could read and write the job. CheckStoreTransport.
+  bool insecure_store = false;
 };
 
 // The environment variables that carry the credentials above to processes that open the
@@ -133,6 +138,9 @@ struct StoreAddress {
 };
 // InvalidArgument naming the URL and the accepted forms when it is none of them.
 Result<StoreAddress> ParseStoreUrl(const std::string& url);
+// Whether `host` (as ParseStoreUrl gives it: an IPv6 address bare) is this machine's
+// loopback: 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) or the name localhost.
+bool IsLoopbackHost(const std::string& host);
 
 std::shared_ptr<Store> MakeMemoryStore();
 // Does not contact etcd; `tls` selects HTTPS (etcds://). Checks the credential files of

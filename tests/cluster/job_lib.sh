@@ -16,7 +16,7 @@ start_head() {
   HEAD_HOST=$1
   HEAD=http://$(host_ip "$1"):8080
   local log=${2:-$WORK/head.log}
-  host_bg "$1" "$log" "$BIN" head --store "$NET_ETCD_URL" --host "$(host_ip "$1")" --port 8080
+  host_bg "$1" "$log" "$BIN" head --store "$NET_ETCD_URL" --insecure-store --host "$(host_ip "$1")" --port 8080
   HEAD_PID=$BG_PID
   wait_until 30 grep -q "$HEAD" "$log" || fail "head did not start: $(tail -3 "$log")"
 }
@@ -25,7 +25,7 @@ start_head() {
 # its log is $WORK/agent_H_N.log.
 start_agent() {
   AGENT_N[$1]=$((${AGENT_N[$1]:-0} + 1))
-  host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --slots 2 \
+  host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots 2 \
     --id "$1-${AGENT_N[$1]}" --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE"
 }
 

@@ -52,7 +52,8 @@ slurm_setup() {
   mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/spool"
   (umask 077 && mkdir -p "$SLURM_DIR/munge" && head -c 1024 /dev/urandom >"$SLURM_DIR/munge/munge.key")
   chmod 400 "$SLURM_DIR/munge/munge.key"
-  trap 'slurm_teardown; kill_tracked; [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
+  # A test's own cleanup (a user it made, ...) runs first when it defines slurm_test_cleanup.
+  trap 'slurm_teardown; ! declare -F slurm_test_cleanup >/dev/null || slurm_test_cleanup; kill_tracked; [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
   trap 'exit 130' INT TERM
   _slurm_daemon munged munged -F -f --socket="$SLURM_DIR/munge/sock" --key-file="$SLURM_DIR/munge/munge.key" \
     --log-file="$SLURM_DIR/munge/log" --pid-file="$SLURM_DIR/munge/pid" --seed-file="$SLURM_DIR/munge/seed"

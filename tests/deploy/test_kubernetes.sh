@@ -83,11 +83,14 @@ fi
 if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain >"$WORK/make-secrets.log" 2>&1; then
   pass "make-secrets.sh"
   s=$WORK/secrets
-  modes=$(stat -c '%a %n' "$s"/*.key "$s/token" | grep -v '^600 ' || true)
-  [ -z "$modes" ] && pass "make-secrets.sh: keys and token are 0600" || fail "make-secrets.sh: not 0600: $modes"
+  modes=$(stat -c '%a %n' "$s"/*.key "$s"/*.password "$s/token" | grep -v '^600 ' || true)
+  [ -z "$modes" ] && pass "make-secrets.sh: keys, passwords and token are 0600" || fail "make-secrets.sh: not 0600: $modes"
+  pw=$(cat "$s"/etcd-{root,head,agent}.password | sort -u | grep -cE '^[0-9a-f]{64}$' || true)
+  [ "$pw" = 3 ] && pass "make-secrets.sh: three different etcd passwords (root, elastrain-head, elastrain-agent)" ||
+    fail "make-secrets.sh: etcd passwords: $pw distinct of 64 hex digits"
   grep -qE '^[0-9a-f]{64}$' "$s/token" && [ "$(wc -c <"$s/token")" -eq 65 ] &&
     pass "make-secrets.sh: token is 64 hex digits and a newline" || fail "make-secrets.sh: token format"
-  for c in etcd-server etcd-client head; do
+  for c in etcd-server etcd-head etcd-agent head; do
     openssl verify -CAfile "$s/ca.crt" "$s/$c.crt" >/dev/null 2>&1 && pass "make-secrets.sh: $c.crt chains to ca.crt" ||
       fail "make-secrets.sh: $c.crt does not verify against ca.crt"
   done
@@ -99,9 +102,13 @@ if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain 
   for n in DNS:elastrain-head, DNS:elastrain-head.elastrain.svc, DNS:localhost; do
     [[ $san == *"$n"* ]] && pass "make-secrets.sh: head.crt names ${n%,}" || fail "make-secrets.sh: head.crt lacks ${n%,}"
   done
-  subj=$(openssl x509 -in "$s/etcd-client.crt" -noout -subject)
-  [[ $subj != *CN* ]] && pass "make-secrets.sh: etcd-client.crt has no Common Name (etcd's JSON gateway)" ||
-    fail "make-secrets.sh: etcd-client.crt has a Common Name: $subj"
+  for c in etcd-head etcd-agent; do
+    subj=$(openssl x509 -in "$s/$c.crt" -noout -subject)
+    [[ $subj != *CN* ]] && pass "make-secrets.sh: $c.crt has no Common Name (etcd's JSON gateway): $subj" ||
+      fail "make-secrets.sh: $c.crt has a Common Name: $subj"
+  done
+  cmp -s "$s/etcd-head.key" "$s/etcd-agent.key" && fail "make-secrets.sh: the head and the agents share an etcd key" ||
+    pass "make-secrets.sh: the head and the agents have their own etcd client keys"
 else
   cat "$WORK/make-secrets.log"
   fail "make-secrets.sh"
@@ -143,6 +150,59 @@ for overlay in base gke; do
     fi
   done
 done
+
+# 5. etcd's container script (base/etcd.yaml) run against a real etcd with the Secrets of
+# step 2: it creates the users and turns auth on; the agents' user cannot write the job's
+# spec but can write its own keys; a second start (auth on) sets the passwords again from
+# the Secret; no password in its output. Needs etcd and etcdctl (Debian's etcd-client,
+# fetched from the archive like kubectl when missing); skipped without them.
+ETCDCTL_DIR=""
+command -v etcdctl >/dev/null || { (cd "$WORK" && timeout 120 apt-get download -q etcd-client && dpkg-deb -x etcd-client_*.deb etcdctl) \
+  >"$WORK/apt-etcdctl.log" 2>&1 && ETCDCTL_DIR=$WORK/etcdctl/usr/bin; }
+if command -v etcd >/dev/null && { command -v etcdctl >/dev/null || [ -x "$ETCDCTL_DIR/etcdctl" ]; } && [ -f "$WORK/secrets/ca.crt" ]; then
+  s=$WORK/secrets e=$WORK/etcdpod
+  mkdir -p "$e/tls" "$e/users"
+  cp "$s/ca.crt" "$e/tls/ca.crt" && cp "$s/etcd-server.crt" "$e/tls/tls.crt" && cp "$s/etcd-server.key" "$e/tls/tls.key"
+  cp "$s/etcd-root.password" "$e/users/root"
+  cp "$s/etcd-head.password" "$e/users/elastrain-head" && cp "$s/etcd-agent.password" "$e/users/elastrain-agent"
+  port=$((30000 + RANDOM % 20000))
+  node -e "const Y=require('$VALIDATE/node_modules/yaml');
+    const o=Y.parseAllDocuments(require('fs').readFileSync('$K8S/base/etcd.yaml','utf8')).map((d)=>d.toJS()).find((x)=>x.kind==='StatefulSet');
+    process.stdout.write(o.spec.template.spec.containers[0].command[2]);" |
+    sed -e "s|/etc/elastrain/etcd-tls|$e/tls|g; s|/etc/elastrain/etcd-users|$e/users|g; s|https://127.0.0.1:2379|https://127.0.0.1:$port|" >"$e/script.sh"
+  etcd_pod() {  # runs the script with etcd for a few seconds; its output in $e/out.N
+    PATH=${ETCDCTL_DIR:+$ETCDCTL_DIR:}$PATH timeout 20 sh -c "$(cat "$e/script.sh")" etcd-users --name e0 --data-dir "$e/data" \
+      --listen-client-urls "https://127.0.0.1:$port" --advertise-client-urls "https://127.0.0.1:$port" \
+      --listen-peer-urls "http://127.0.0.1:$((port + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
+      --initial-cluster "e0=http://127.0.0.1:$((port + 1))" --cert-file "$e/tls/tls.crt" --key-file "$e/tls/tls.key" \
+      --trusted-ca-file "$e/tls/ca.crt" --client-cert-auth --auth-token=simple >"$e/out.$1" 2>&1 &
+    sleep "${2:-10}"
+  }
+  as() {  # WHO PATH JSON: an etcd JSON call as elastrain-WHO with WHO's certificate
+    local c=(--max-time 5 -sS --cacert "$s/ca.crt" --cert "$s/etcd-$1.crt" --key "$s/etcd-$1.key") tok
+    tok=$(printf '{"name":"elastrain-%s","password":"%s"}' "$1" "$(cat "$e/users/elastrain-$1")" |
+      curl "${c[@]}" "https://127.0.0.1:$port/v3/auth/authenticate" --data-binary @- | grep -o '"token":"[^"]*"' | cut -d'"' -f4 || true)
+    printf '%s' "$3" | curl "${c[@]}" -H "Authorization: $tok" "https://127.0.0.1:$port$2" --data-binary @- || true
+  }
+  etcd_pod 1 10
+  spec=$(printf elastrain/job/spec | base64 -w0) mine=$(printf elastrain/agents/a | base64 -w0)
+  grep -q "auth enabled" "$e/out.1" && [[ $(as agent /v3/kv/put "{\"key\":\"$spec\",\"value\":\"eA==\"}") == *"permission denied"* ]] &&
+    [[ $(as agent /v3/kv/put "{\"key\":\"$mine\",\"value\":\"eA==\"}") == *revision* ]] &&
+    [[ $(as head /v3/kv/put "{\"key\":\"$spec\",\"value\":\"eA==\"}") == *revision* ]] &&
+    pass "etcd's pod script: users made, auth on; elastrain-agent cannot write elastrain/job/spec, can write elastrain/agents/; elastrain-head can" ||
+    fail "etcd's pod script, first start: $(tail -3 "$e/out.1")"
+  wait
+  openssl rand -hex 32 >"$e/users/elastrain-agent"  # a rotated Secret
+  etcd_pod 2 10
+  grep -q "the password of elastrain-agent set from the Secret" "$e/out.2" && [[ $(as agent /v3/kv/range "{\"key\":\"$mine\"}") == *kvs* ]] &&
+    pass "etcd's pod script, second start (auth on): the rotated password of elastrain-agent works" ||
+    fail "etcd's pod script, second start: $(tail -3 "$e/out.2")"
+  wait
+  leaked=$(cat "$e"/users/* | grep -lFf - "$e"/out.* || true)
+  [ -z "$leaked" ] && pass "etcd's pod script: no password in its output" || fail "a password in $leaked"
+else
+  echo "note: etcd or etcdctl missing: etcd's pod script not run ($(tail -1 "$WORK/apt-etcdctl.log" 2>/dev/null))"
+fi
 
 echo
 if [ "$failures" -eq 0 ]; then

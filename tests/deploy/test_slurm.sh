@@ -12,11 +12,43 @@
 # and finishes: the Slurm job COMPLETED with exit 0, one metrics line per step, and no
 # process of the job left behind. Then a second job on the same job directory and run
 # name (as after a time limit) goes on from the latest checkpoint.
+# Issue #33: another local user (made here, removed on exit) reads no log, token, password
+# or etcd data of the job; no log holds the token or a password; a directory that user
+# planted at the old predictable etcd path (/tmp/elastrain-etcd-JOB-RESTART) is not used;
+# the agents' etcd credential cannot write the job's spec (its role), the head's can.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
 source "$SRC/tests/deploy/slurm_lib.sh"
 STEPS=${STEPS:-300}
 slurm_setup n1 n2
+
+# Another user of the machine: the attacker of issue #33. Removed on every exit path.
+OTHER=elsec$$
+useradd --no-create-home --shell /usr/sbin/nologin "$OTHER" || { fail "useradd $OTHER"; finish; exit 1; }
+PLANTED=()
+slurm_test_cleanup() {
+  local d
+  for d in "${PLANTED[@]}"; do rm -rf "$d"; done
+  userdel "$OTHER" 2>/dev/null || true
+}
+as_other() { setpriv --reuid="$OTHER" --regid="$OTHER" --clear-groups "$@"; }
+# The submit directory is open to others, as a home or project directory often is: the
+# job directory's own modes must keep them out.
+chmod 755 "$WORK"
+# The old script's etcd data directory had a predictable name, ${TMPDIR:-/tmp}/elastrain-
+# etcd-JOB-RESTART: plant one for each job id this test can get, holding a marker (where a
+# database of the attacker's would be). In a TMPDIR of this test's own (sticky, open to
+# all, as /tmp is; the jobs inherit it), so that no other test on this machine meets them.
+export TMPDIR=$WORK/tmp
+mkdir -m 1777 "$TMPDIR" && chmod 1777 "$TMPDIR"
+for id in $(seq 1 6); do
+  for r in 0 1; do
+    d=$TMPDIR/elastrain-etcd-$id-$r
+    PLANTED+=("$d")
+    rm -rf "$d"
+    as_other mkdir -m 0777 "$d" && as_other touch "$d/planted"
+  done
+done
 
 export ELASTRAIN="$BIN" ELASTRAIN_JOB_DIR="$WORK/job" ELASTRAIN_SLOTS_PER_NODE=1 ELASTRAIN_LEASE_SECONDS=3
 
@@ -46,6 +78,57 @@ world() { status_json | "$JQ" world 2>/dev/null || true; }
 world_is() { [ "$(world)" = "$1" ]; }
 at_step() { [ "$(last_step "$RUN")" -ge "$1" ]; }
 show() { echo "    job: $(job_field "$JOB" JobState) restarts $(job_field "$JOB" Restarts); $(tail -2 "$WORK/job.out" | tr '\n' ' ')"; }
+
+# Issue #33: what another user can see of a running job (job directory $JD, Slurm output
+# $JD.out).
+secrets_checks() {
+  SEC=$JD/private/allocation-0
+  TOKEN=$(cat "$SEC/head_token" || true)
+  open=$(find "$JD" -type d ! -perm 700 -printf '%m %p\n' | head -5)
+  [ -z "$open" ] && pass "every directory of the job is 0700 ($(find "$JD" -type d | wc -l) directories)" ||
+    fail "directories not 0700: $open"
+  readable=0 files=0
+  while read -r f; do
+    files=$((files + 1))
+    as_other cat "$f" >/dev/null 2>&1 && { readable=$((readable + 1)); echo "    $OTHER reads $f"; }
+  done < <(find "$JD" -type f)
+  as_other ls "$JD" >/dev/null 2>&1 && fail "$OTHER lists the job directory" || true
+  [ "$readable" = 0 ] && [ "$files" -gt 5 ] &&
+    pass "$OTHER reads none of the job's $files files (logs, head_token, passwords, keys, etcd's data)" ||
+    fail "$OTHER reads $readable of $files files"
+  leaks=$(grep -rlF -e "$TOKEN" -e "$(cat "$SEC/etcd-head.password")" -e "$(cat "$SEC/etcd-agent.password")" \
+    "$JD/logs" "$JD.out" 2>/dev/null || true)
+  grep -q "^dashboard: .*(token in $SEC/head_token, never printed" "$JD/logs/head-0.log" && [ -z "$leaks" ] &&
+    pass "no log holds the token or a password; the head logs: $(grep -m1 '^dashboard: ' "$JD/logs/head-0.log" | cut -c1-110)" ||
+    fail "a secret in a log: ${leaks:-none} / $(grep '^dashboard' "$JD/logs/head-0.log")"
+  etcd_pid=$(_marked_pids | while read -r p; do [ "$(cat /proc/$p/comm 2>/dev/null)" = etcd ] && echo "$p"; done | head -1 || true)
+  data=$(tr '\0' '\n' </proc/"$etcd_pid"/cmdline 2>/dev/null | grep -A1 -x -- --data-dir | tail -1 || true)
+  [[ $data == "$SEC"/etcd-data.* ]] && [ "$(stat -c '%a %U' "$data")" = "700 root" ] &&
+    pass "etcd's data in a fresh private directory: $data ($(stat -c '%a %U' "$data"))" || fail "etcd --data-dir '$data'"
+  untouched=1
+  for d in "${PLANTED[@]}"; do [ "$(ls -A "$d")" = planted ] || untouched=0; done
+  [ "$untouched" = 1 ] && ! grep -q "elastrain-etcd-" "$JD/logs/etcd-0.log" &&
+    pass "the ${#PLANTED[@]} directories $OTHER planted at \$TMPDIR/elastrain-etcd-JOB-RESTART were not used" ||
+    fail "a planted directory was used or removed: $(for d in "${PLANTED[@]}"; do ls -A "$d" 2>&1 | xargs; done | sort -u)"
+  # The agents' etcd credential (readable by every worker) cannot rewrite the job; the head's can.
+  STORE_HP=$(grep -o 'etcds://[^ ,]*' "$JD/logs/head-0.log" | head -1 || true)
+  STORE_HP=${STORE_HP#etcds://}
+  etcd_as() {  # WHO PATH JSON: an etcd JSON call with WHO's certificate and password
+    local tok
+    tok=$(printf '{"name":"elastrain-%s","password":"%s"}' "$1" "$(cat "$SEC/etcd-$1.password")" |
+      curl -sS --max-time 5 --cacert "$SEC/ca.crt" --cert "$SEC/$1.crt" --key "$SEC/$1.key" \
+        "https://$STORE_HP/v3/auth/authenticate" --data-binary @- | "$JQ" token)
+    printf '%s' "$3" | curl -sS --max-time 5 --cacert "$SEC/ca.crt" --cert "$SEC/$1.crt" --key "$SEC/$1.key" \
+      -H "Authorization: $tok" "https://$STORE_HP$2" --data-binary @-
+  }
+  spec_key=$(printf elastrain/job/spec | base64 -w0)
+  before=$(etcd_as head /v3/kv/range "{\"key\":\"$spec_key\"}" | "$JQ" kvs.0.mod_revision || true)
+  put=$(etcd_as agent /v3/kv/put "{\"key\":\"$spec_key\",\"value\":\"$(printf x | base64)\"}" || true)
+  after=$(etcd_as head /v3/kv/range "{\"key\":\"$spec_key\"}" | "$JQ" kvs.0.mod_revision || true)
+  [[ $put == *"permission denied"* ]] && [ -n "$before" ] && [ "$before" = "$after" ] &&
+    pass "the agents' etcd user cannot write elastrain/job/spec ($(echo "$put" | cut -c1-80)); spec unchanged (revision $after)" ||
+    fail "agent credential writing the spec: $put (mod_revision $before -> $after)"
+}
 
 wait_until 120 at_step 5 && pass "training on Slurm: step $(last_step "$RUN")" || { fail "no step 5"; show; tail -n 5 "$WORK"/job/logs/*; finish; exit 1; }
 wait_until 60 world_is 2 && pass "both nodes' agents train: world 2, ranks on $(status_json | "$JQ" ranks.0.host) and $(status_json | "$JQ" ranks.1.host)" ||
@@ -127,6 +210,20 @@ wait_until 300 job2_ended && [ "$(job_field "$JOB2" JobState)" = COMPLETED ] &&
   pass "the second job went on from step $("$JQ" --jsonl "$RUN/events.jsonl" event=state_restored kind=checkpoint step | tail -1) to $MORE: COMPLETED" ||
   { fail "second job $JOB2: $(job_field "$JOB2" JobState)"; tail -5 "$WORK/job2.out"; }
 check_lines "$RUN" "$MORE" "two Slurm jobs on one run"
+# 5. Issue #33, on a job of its own that trains until it is cancelled (so that nothing here
+# races the job's end): another user reads nothing of it, no log holds a secret, etcd's
+# data is in a fresh private directory, the agents' etcd user cannot write the spec.
+JD=$WORK/job3
+JOB3=$(ELASTRAIN_JOB_DIR=$JD slurm_sbatch --chdir="$WORK" --output="$JD.out" "$SRC/deploy/slurm/elastrain.sbatch" \
+  model_name=tiny hardware_peak_tflops=1 threads_per_worker=1 steps=1000000 log_period=10 eval_interval=0 checkpoint_period=50 \
+  straggler_threshold=1000)  # not about stragglers: a loaded test machine must not raise one here
+wait_until 120 bash -c "[ \"\$(tail -1 '$JD/runs/elastrain-$JOB3/metrics.jsonl' 2>/dev/null)\" ]" &&
+  pass "job $JOB3 trains (for the secrets' checks)" || fail "job $JOB3 does not train: $(tail -3 "$JD.out")"
+secrets_checks
+scancel "$JOB3" 2>/dev/null || true
+job3_ended() { case $(job_field "$JOB3" JobState) in COMPLETED | FAILED | CANCELLED) true ;; *) false ;; esac; }
+wait_until 120 job3_ended || fail "job $JOB3 did not end after scancel: $(job_field "$JOB3" JobState)"
+sleep 2
 left=$(_marked_pids | while read -r p; do { cat "/proc/$p/comm"; } 2>/dev/null; done | grep -xE 'elastrain|etcd|slurmstepd' | sort | uniq -c | xargs || true)
 [ -z "$left" ] && pass "no process of the job left (etcd, head, agents, workers, step daemons)" || fail "left behind: $left"
 finish

@@ -38,6 +38,18 @@ expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill,
 expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
   train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"
 expect_error "bad store URL" "--store 'redis://x': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT" -- agent --store redis://x --slots 1
+# Plain etcd:// to a host that is not loopback needs --insecure-store (issue #33); 192.0.2.1
+# (TEST-NET-1) is never reached: the refusal comes first.
+expect_error "plain etcd:// off loopback (agent)" "--store 'etcd://192.0.2.1:2379': plain etcd:// to 192.0.2.1:2379, which is not loopback.*read and rewrite.*pass --insecure-store" -- \
+  agent --store etcd://192.0.2.1:2379 --slots 1 --store-wait 30
+expect_error "plain etcd:// off loopback (head)" "plain etcd:// to etcd.example:2379, which is not loopback.*--insecure-store" -- \
+  head --store etcd://etcd.example:2379 --port 0 --token-file "$WORK/insecure/head_token"
+out=$(timeout 20 "$BIN" head --store etcd://192.0.2.1:2379 --insecure-store --store-wait 0 --port 0 \
+  --token-file "$WORK/insecure/head_token" 2>&1 || true)
+grep -q "\[warning\].*--insecure-store: plain etcd:// to 192.0.2.1:2379, which is not loopback.*read and rewrite" <<<"$out" &&
+  ! grep -q "pass --insecure-store" <<<"$out" &&
+  pass "--insecure-store: accepted with a warning naming the risk: $(grep -m1 -o -- '--insecure-store: plain.*not loopback' <<<"$out")" ||
+  fail "--insecure-store: $out"
 ELASTRAIN_TOKEN=x expect_error "unreachable head" "cannot reach the head at http://127.0.0.1:9" -- status --head http://127.0.0.1:9
 expect_error "no token for a head" "no token for --head http://127.0.0.1:9: pass --token-file PATH or set ELASTRAIN_TOKEN" -- \
   status --head http://127.0.0.1:9

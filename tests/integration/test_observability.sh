@@ -82,8 +82,9 @@ grep -qE '^elastrain_loss [0-9.]+$' "$ARTIFACTS/metrics.txt" && grep -qE '^elast
 # --- 2. the dashboard in Chromium ------------------------------------------------------
 # The page takes the token from its URL's fragment, as elastrain prints it.
 page="$url/#token=$(cat $run/token)"
-grep -qF "dashboard: $page" "$WORK/out" && pass "elastrain train printed the dashboard URL with its token" \
-  || fail "no dashboard URL in the output: $(grep dashboard "$WORK/out")"
+grep "^dashboard: " "$WORK/out" | grep -qF "$url/ (token in " && grep "^dashboard: " "$WORK/out" | grep -qF "$run/token, never printed" && ! grep -qF "$(cat $run/token)" "$WORK/out" \
+  && pass "elastrain train printed the dashboard URL and the token's file, not the token" \
+  || fail "no dashboard URL in the output, or the token in it: $(grep dashboard "$WORK/out")"
 chrome --virtual-time-budget=5000 --dump-dom "$url/" >"$WORK/dom_no_token.html" || true
 grep -q 'no token: open the URL elastrain printed' "$WORK/dom_no_token.html" && ! grep -q 'data-points="[1-9]' "$WORK/dom_no_token.html" \
   && pass "without #token= the page draws nothing and says why" || fail "the page without a token: $(grep -o 'id="updated"[^<]*' "$WORK/dom_no_token.html")"

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -212,6 +213,50 @@ TEST(StoreArgsTest, NoFlagsNoEnvironmentNoCredentials) {
 
 TEST(StoreArgsTest, ThereIsNoFlagForThePasswordItself) {
   EXPECT_THROW(ParseStoreFlags({"--store-password", "x"}, FakeEnv{}), CLI::ParseError);
+}
+
+TEST(StoreUrlTest, LoopbackHosts) {
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "127.255.255.254", "::1", "0:0:0:0:0:0:0:1", "::ffff:127.0.0.1",
+                        "localhost", "LocalHost", "localhost."})
+    EXPECT_TRUE(IsLoopbackHost(h)) << h;
+  for (const char* h : {"10.99.0.11", "128.0.0.1", "0.0.0.0", "::", "::ffff:10.0.0.1", "fe80::1", "localhost.example",
+                        "mylocalhost", "etcd", "127.0.0.1.nip.io", ""})
+    EXPECT_FALSE(IsLoopbackHost(h)) << h;
+}
+
+TEST(StoreArgsTest, PlainEtcdOffLoopbackNeedsInsecureStore) {
+  // Refused without the flag, naming the flag, the address and the risk.
+  const StoreOptions plain = ParseStoreFlags({}, FakeEnv{});
+  EXPECT_FALSE(plain.insecure_store);
+  for (const char* url : {"etcd://10.99.0.11:2379", "etcd://etcd.example:2379", "etcd://[fe80::1]:2379",
+                          "etcd://0.0.0.0:2379"}) {
+    const Status st = CheckStoreTransport(url, plain);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << url;
+    EXPECT_NE(st.message().find("--insecure-store"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(url), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("read and rewrite"), std::string::npos) << st.message();
+  }
+  // Accepted with the flag (a warning is logged).
+  const StoreOptions insecure = ParseStoreFlags({"--insecure-store"}, FakeEnv{});
+  EXPECT_TRUE(insecure.insecure_store);
+  EXPECT_TRUE(CheckStoreTransport("etcd://10.99.0.11:2379", insecure).ok());
+  // Loopback, TLS and memory:// need nothing.
+  for (const char* url : {"etcd://127.0.0.1:2379", "etcd://localhost:2379", "etcd://[::1]:2379",
+                          "etcds://10.99.0.11:2379", "etcds://etcd.example:2379", "memory://"})
+    EXPECT_TRUE(CheckStoreTransport(url, plain).ok()) << url << ": " << CheckStoreTransport(url, plain).message();
+  // A bad URL is still a bad URL.
+  EXPECT_EQ(CheckStoreTransport("redis://x", plain).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(StoreArgsTest, OpenStoreWaitingRefusesPlainRemoteBeforeConnecting) {
+  // No etcd anywhere: the refusal comes before any connection attempt (and so at once,
+  // even with a long --store-wait).
+  const auto t0 = std::chrono::steady_clock::now();
+  auto s = OpenStoreWaiting("etcd://192.0.2.1:2379", StoreOptions{}, 30);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("--insecure-store"), std::string::npos) << s.status().message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
 }
 
 }  // namespace

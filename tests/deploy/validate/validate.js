@@ -165,9 +165,9 @@ checks['resource-requests'] = (objs) =>
 // default, 0644, fails); the pod has an fsGroup so its non-root user can read 0440;
 // mounted read-only. Each role mounts the Secrets it needs.
 const SECRET_MOUNTS = {
-  etcd: ['elastrain-etcd-server-tls'],
-  head: ['elastrain-api-token', 'elastrain-head-tls', 'elastrain-etcd-client-tls'],
-  agent: ['elastrain-etcd-client-tls'],
+  etcd: ['elastrain-etcd-server-tls', 'elastrain-etcd-users'],
+  head: ['elastrain-api-token', 'elastrain-head-tls', 'elastrain-etcd-head'],
+  agent: ['elastrain-etcd-agent'],
 };
 checks['secrets-mounted-restrictively'] = (objs) => {
   const p = [];
@@ -209,10 +209,66 @@ checks['no-secrets-in-env'] = (objs) =>
     return '';
   });
 
+// Each role mounts only the Secrets it needs (SECRET_MOUNTS): an agent pod, where launched
+// programs run as the agent's user, holds neither the API token nor the head's or etcd's
+// credentials.
+checks['secrets-only-where-needed'] = (objs) => {
+  const p = [];
+  for (const t of podTemplates(objs)) {
+    const need = SECRET_MOUNTS[componentOf(t)] || [];
+    const names = [];
+    for (const v of t.spec.volumes || []) {
+      if (v.secret) names.push(v.secret.secretName);
+      for (const src of (v.projected || {}).sources || []) if (src.secret) names.push(src.secret.name);
+    }
+    for (const n of names) if (!need.includes(n)) p.push(`${t.name}: mounts Secret ${n}, which a ${componentOf(t)} does not need`);
+  }
+  return p;
+};
+
+// etcd's user authentication: etcd's pod creates the users and turns auth on; the head
+// and the agents log in as different users with different Secrets (certificate and
+// password), each from its own mounted file.
+const ETCD_USERS = { head: ['elastrain-head', 'elastrain-etcd-head'], agent: ['elastrain-agent', 'elastrain-etcd-agent'] };
+checks['etcd-user-auth'] = (objs) => {
+  const p = [];
+  for (const t of byComponent(objs, 'etcd'))
+    for (const c of t.spec.containers || []) {
+      const script = (c.command || []).join('\n');
+      if (!/etcdctl auth enable/.test(script)) p.push(`${t.name}: etcd's container never turns auth on (etcdctl auth enable)`);
+      if (!/grant-permission elastrain-agent --prefix=true read elastrain\//.test(script) || /elastrain-agent --prefix=true readwrite elastrain\/ /.test(script + ' '))
+        p.push(`${t.name}: the role elastrain-agent is not read-only on elastrain/`);
+      for (const k of ['agents', 'reports', 'departed', 'health', 'commands', 'rdzv'])
+        if (!script.includes(k)) p.push(`${t.name}: the role elastrain-agent cannot write elastrain/${k}/`);
+      if (/readwrite elastrain\/job/.test(script)) p.push(`${t.name}: the agents may write elastrain/job/`);
+    }
+  const used = {};
+  for (const [role, [user, secret]] of Object.entries(ETCD_USERS))
+    for (const t of byComponent(objs, role))
+      for (const c of t.spec.containers || []) {
+        const env = Object.fromEntries((c.env || []).map((e) => [e.name, e.value]));
+        if (env.ELASTRAIN_ETCD_USER !== user) p.push(`${t.name}: ELASTRAIN_ETCD_USER is ${env.ELASTRAIN_ETCD_USER}, expected ${user}`);
+        const vol = (t.spec.volumes || []).find((v) => v.secret && v.secret.secretName === secret);
+        const mount = vol && (c.volumeMounts || []).find((m) => m.name === vol.name);
+        if (!mount) { p.push(`${t.name}: does not mount its etcd Secret ${secret}`); continue; }
+        for (const [v, file] of [['ELASTRAIN_ETCD_PASSWORD_FILE', 'password'], ['ELASTRAIN_ETCD_CERT', 'tls.crt'], ['ELASTRAIN_ETCD_KEY', 'tls.key']])
+          if (env[v] !== `${mount.mountPath}/${file}`) p.push(`${t.name}: ${v} is ${env[v]}, expected ${mount.mountPath}/${file} (Secret ${secret})`);
+        used[role] = env.ELASTRAIN_ETCD_USER;
+      }
+  if (used.head && used.head === used.agent) p.push(`the head and the agents share the etcd user ${used.head}`);
+  const h = find(objs, 'Secret', 'elastrain-etcd-head');
+  const a = find(objs, 'Secret', 'elastrain-etcd-agent');
+  if (h && a)
+    for (const k of ['tls.crt', 'tls.key', 'password'])
+      if ((h.data || {})[k] && (h.data || {})[k] === (a.data || {})[k]) p.push(`the head's and the agents' etcd Secrets share ${k}`);
+  return p;
+};
+
 checks['secrets-exist'] = (objs) => {
   const p = [];
-  const keys = { 'elastrain-api-token': ['token'] };
-  for (const s of ['elastrain-etcd-server-tls', 'elastrain-etcd-client-tls', 'elastrain-head-tls']) keys[s] = ['ca.crt', 'tls.crt', 'tls.key'];
+  const keys = { 'elastrain-api-token': ['token'], 'elastrain-etcd-users': ['root', 'elastrain-head', 'elastrain-agent'] };
+  for (const s of ['elastrain-etcd-server-tls', 'elastrain-head-tls']) keys[s] = ['ca.crt', 'tls.crt', 'tls.key'];
+  for (const s of ['elastrain-etcd-head', 'elastrain-etcd-agent']) keys[s] = ['ca.crt', 'tls.crt', 'tls.key', 'password'];
   for (const [name, ks] of Object.entries(keys)) {
     const s = find(objs, 'Secret', name);
     if (!s) { p.push(`no Secret ${name}`); continue; }
@@ -330,7 +386,7 @@ checks['clients-use-tls'] = (objs) => {
         const args = x.args || [];
         const env = Object.fromEntries((x.env || []).map((e) => [e.name, e.value]));
         if (!args.some((a) => a.startsWith('--store=etcds://'))) p.push(`${t.name}: --store is not etcds://`);
-        for (const v of ['ELASTRAIN_ETCD_CA', 'ELASTRAIN_ETCD_CERT', 'ELASTRAIN_ETCD_KEY'])
+        for (const v of ['ELASTRAIN_ETCD_CA', 'ELASTRAIN_ETCD_CERT', 'ELASTRAIN_ETCD_KEY', 'ELASTRAIN_ETCD_USER', 'ELASTRAIN_ETCD_PASSWORD_FILE'])
           if (!env[v]) p.push(`${t.name}: no ${v}`);
         if (c === 'head')
           for (const f of ['--tls-cert=', '--tls-key=', '--token-file='])
@@ -485,7 +541,17 @@ const mutations = [
   ['agent pod without fsGroup', 'secrets-mounted-restrictively', (o) => { delete tmpl(o, 'agent').spec.securityContext.fsGroup; }],
   ['head no longer mounts the API token', 'secrets-mounted-restrictively', (o) => { const t = tmpl(o, 'head'); t.spec.volumes = t.spec.volumes.filter((v) => !(v.secret && v.secret.secretName === 'elastrain-api-token')); }],
   ['token passed as an env value', 'no-secrets-in-env', (o) => { ctr(o, 'head').env.push({ name: 'ELASTRAIN_TOKEN', value: 'ab'.repeat(32) }); }],
-  ['key passed from a Secret into env', 'no-secrets-in-env', (o) => { ctr(o, 'agent').env.push({ name: 'ETCD_KEY', valueFrom: { secretKeyRef: { name: 'elastrain-etcd-client-tls', key: 'tls.key' } } }); }],
+  ['key passed from a Secret into env', 'no-secrets-in-env', (o) => { ctr(o, 'agent').env.push({ name: 'ETCD_KEY', valueFrom: { secretKeyRef: { name: 'elastrain-etcd-agent', key: 'tls.key' } } }); }],
+  ['password passed from a Secret into env', 'no-secrets-in-env', (o) => { ctr(o, 'head').env.push({ name: 'ETCD_PASSWORD', valueFrom: { secretKeyRef: { name: 'elastrain-etcd-head', key: 'password' } } }); }],
+  ['agent pod mounts the API token', 'secrets-only-where-needed', (o) => { tmpl(o, 'agent').spec.volumes.push({ name: 'tok', secret: { secretName: 'elastrain-api-token', defaultMode: 0o440 } }); }],
+  ['agent pod mounts the head\'s etcd credentials', 'secrets-only-where-needed', (o) => { tmpl(o, 'agent').spec.volumes.find((v) => v.secret && v.secret.secretName === 'elastrain-etcd-agent').secret.secretName = 'elastrain-etcd-head'; }],
+  ['head pod mounts etcd\'s user passwords', 'secrets-only-where-needed', (o) => { tmpl(o, 'head').spec.volumes.push({ name: 'u', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'elastrain-etcd-users' } }] } }); }],
+  ['etcd never turns auth on', 'etcd-user-auth', (o) => { const c = ctr(o, 'etcd'); c.command = c.command.map((x) => x.replace('etcdctl auth enable', 'true')); }],
+  ['the agents\' role may write everything', 'etcd-user-auth', (o) => { const c = ctr(o, 'etcd'); c.command = c.command.map((x) => x.replace('elastrain-agent --prefix=true read elastrain/', 'elastrain-agent --prefix=true readwrite elastrain/')); }],
+  ['agents log in as the head', 'etcd-user-auth', (o) => { ctr(o, 'agent').env.find((e) => e.name === 'ELASTRAIN_ETCD_USER').value = 'elastrain-head'; }],
+  ['agents without a password file', 'etcd-user-auth', (o) => { const c = ctr(o, 'agent'); c.env = c.env.filter((e) => e.name !== 'ELASTRAIN_ETCD_PASSWORD_FILE'); }],
+  ['head and agents share one certificate', 'etcd-user-auth', (o) => { const h = find(o, 'Secret', 'elastrain-etcd-head'); const a = find(o, 'Secret', 'elastrain-etcd-agent'); a.data['tls.crt'] = h.data['tls.crt']; a.data['tls.key'] = h.data['tls.key']; }],
+  ['agents\' etcd Secret lacks its password', 'secrets-exist', (o) => { delete find(o, 'Secret', 'elastrain-etcd-agent').data.password; }],
   ['checkpoints PVC ReadWriteOnce', 'checkpoints-readwritemany', (o) => { find(o, 'PersistentVolumeClaim', 'elastrain-checkpoints').spec.accessModes = ['ReadWriteOnce']; }],
   ['agent checkpoints on an emptyDir', 'checkpoints-readwritemany', (o) => { const v = tmpl(o, 'agent').spec.volumes.find((x) => x.persistentVolumeClaim); delete v.persistentVolumeClaim; v.emptyDir = {}; }],
   ['agent grace period equals the notice', 'agent-grace-exceeds-preemption-notice', (o) => { tmpl(o, 'agent').spec.terminationGracePeriodSeconds = 30; }],
