@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "comm/gloo_abort.h"
+#include "comm/gloo_guard.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -79,11 +80,17 @@ milliseconds Remaining(Clock::time_point deadline) {
 // waiting for them, and FileStore::get then blocks for Store::kDefaultTimeout (30 s)
 // regardless of the context's timeout. Waits are cut into slices so that a cancelled
 // rendezvous (its generation is over: a peer will never come) gives up within a slice.
+// It also masks this rank's pair addresses (key "<rank>") on their way to the store, so
+// that every pair connects through the connection guard (comm/gloo_guard.h).
 class DeadlineStore : public gloo::rendezvous::Store {
  public:
-  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline, std::function<bool()> cancelled)
-      : inner_(inner), deadline_(deadline), cancelled_(std::move(cancelled)) {}
-  void set(const std::string& key, const std::vector<char>& data) override { inner_.set(key, data); }
+  DeadlineStore(gloo::rendezvous::Store& inner, Clock::time_point deadline, std::function<bool()> cancelled,
+                const ConnectionGuard* guard, int rank)
+      : inner_(inner), deadline_(deadline), cancelled_(std::move(cancelled)), guard_(guard),
+        addresses_key_(std::to_string(rank)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    inner_.set(key, guard_ && key == addresses_key_ ? guard_->MaskAddresses(data) : data);
+  }
   std::vector<char> get(const std::string& key) override {
     Wait({key});
     return inner_.get(key);
@@ -108,6 +115,8 @@ class DeadlineStore : public gloo::rendezvous::Store {
   gloo::rendezvous::Store& inner_;
   const Clock::time_point deadline_;
   const std::function<bool()> cancelled_;
+  const ConnectionGuard* const guard_;
+  const std::string addresses_key_;
 };
 
 template <typename T>
@@ -251,15 +260,36 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   Inside inside(opt.tracker, CollectiveKind::kConnect, start);
   std::string what;
   bool io_error = false;
+  // No connection reaches a pair before it proves it comes from this group (gloo_guard.h):
+  // the store phase and the connections each get `timeout`.
+  ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ConnectionGuard> guard,
+                             ConnectionGuard::Open(opt.hostname, prefix, rank, size, start + 2 * opt.timeout,
+                                                   opt.cancelled));
   try {
     gloo::rendezvous::PrefixStore prefixed(prefix, *store);
-    DeadlineStore bounded(prefixed, start + opt.timeout, opt.cancelled);
+    DeadlineStore bounded(prefixed, start + opt.timeout, opt.cancelled, guard.get(), rank);
+    bounded.set(ConnectionGuard::RecordKey(rank), guard->Record());
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      Status st = guard->AddPeer(peer, bounded.get(ConnectionGuard::RecordKey(peer)));
+      if (!st.ok()) GLOO_THROW_IO_EXCEPTION(st.message());
+    }
     auto ctx = std::make_shared<gloo::rendezvous::Context>(rank, size);
     // The pairs inherit the context's timeout and allow 5x it for the TCP handshake with a
     // peer that published its address; a fifth keeps that step within opt.timeout too.
     // Collectives pass their own timeout, so this value bounds nothing else.
     ctx->setTimeout(std::max(opt.timeout / 5, milliseconds(1)));
-    ctx->connectFullMesh(bounded, device);
+    {
+      ConnectionGuard::Active guarded(guard.get());
+      ctx->connectFullMesh(bounded, device);
+    }
+    if (guard->pairs_connected() != size - 1)  // e.g. libgloo's connect did not reach the guard
+      GLOO_THROW_IO_EXCEPTION("the connection guard saw ", guard->pairs_connected(), " of ", size - 1,
+                              " pair connections");
+    guard->Close();
+    if (guard->refused() > 0)
+      LOG_WARN("comm: {}: refused {} connection(s) that did not prove they came from the group", who,
+               guard->refused());
     // A TCP handshake completes in the peer's kernel even if the peer dies before it
     // accepts, so a connected mesh does not yet prove every peer alive. One barrier does:
     // Connect succeeds only when all ranks got this far.
@@ -275,6 +305,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
   } catch (const std::exception& e) {  // e.g. EnforceNotMet: the store refused a reused key
     what = e.what();
   }
+  if (!guard->error().empty()) what += " (connection guard: " + guard->error() + ")";
   const auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
   std::string msg = "connecting " + who + " failed after " + std::to_string(elapsed) +
                     " ms (timeout " + std::to_string(opt.timeout.count()) + " ms): " + what;

@@ -15,6 +15,9 @@
 // half-finished collective, so this group closes its connections (which makes the other
 // ranks fail fast instead of waiting out their timeout) and refuses further calls. The
 // caller ends the generation and connects a fresh group under a new prefix.
+// Every pair's TCP connection is made by the connection guard (comm/gloo_guard.h): it
+// reaches Gloo only after proving it comes from a rank of the same group, so a stranger
+// connecting to a worker's port cannot take a pair or fail the Connect.
 // Connect (with peers) and every collective that reaches the network enter and leave the
 // worker's CollectiveTracker when GroupOptions::tracker names one (comm/collective_mark.h):
 // which collective this rank is in, and how long collectives blocked it.

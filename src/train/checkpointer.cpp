@@ -363,28 +363,36 @@ Status Checkpointer::RestoreFrom(const std::string& dir, bool full_state, int64_
   return Status::OK();
 }
 
-void Checkpointer::RemoveNewerThan(int64_t step) {
+Status Checkpointer::RemoveNewerThan(int64_t step, const std::vector<std::string>& unreadable) {
   // Checkpoints after the one resumed from belong to an abandoned timeline; the next save
   // of those steps must not find their files. Removed before training starts, so before
-  // any rank writes again.
+  // any rank writes again. A damaged one is evidence for an operator: moved aside.
   auto listed = ckpt::ListCheckpoints(run_dir_);
-  if (!listed.ok()) return;
+  if (!listed.ok()) return Status::OK();
   for (const auto& c : listed.value()) {
     if (c.step <= step) continue;
-    if (c.committed && !ckpt::ReadManifest(c.dir).ok()) {  // damaged: moved aside, never deleted
+    std::string damage;
+    for (const std::string& u : unreadable)
+      if (std::filesystem::path(u).lexically_normal() == std::filesystem::path(c.dir).lexically_normal())
+        damage = "its data did not restore";
+    if (damage.empty() && c.committed) {
+      Status manifest = ckpt::ReadManifest(c.dir).status();
+      if (!manifest.ok()) damage = "its manifest does not validate: " + manifest.message();
+    }
+    if (!damage.empty()) {  // damaged: moved aside, never deleted
       auto moved = ckpt::QuarantineCheckpoint(c.dir);
-      if (moved.ok()) {
-        LOG_WARN("moved {} to {} (newer than the checkpoint resumed from, and damaged)", c.dir, *moved);
-        continue;
-      }
-      // The step's name must be free for the next save of that step: removed after all.
-      LOG_WARN("{}; removing it instead", moved.status().message());
+      if (!moved.ok())
+        return Status::IOError(fmt::format("{}; the damaged checkpoint is kept, not deleted: move it away by hand "
+                                           "and start again", moved.status().message()));
+      LOG_WARN("moved {} to {} (newer than the checkpoint resumed from, and damaged: {})", c.dir, *moved, damage);
+      continue;
     }
     std::error_code ec;
     std::filesystem::remove(c.dir + "/COMMITTED", ec);  // never half-removed yet valid-looking
     std::filesystem::remove_all(c.dir, ec);
     LOG_WARN("removed {} (newer than the checkpoint resumed from)", c.dir);
   }
+  return Status::OK();
 }
 
 Result<RestoreResult> Checkpointer::Restore() {
@@ -412,6 +420,7 @@ Result<RestoreResult> Checkpointer::Restore() {
   }
   RestoreResult result;
   if (candidates.empty()) return result;
+  std::vector<std::string> unreadable;  // candidates that did not restore: damaged
   for (size_t c = 0; c < candidates.size(); ++c) {
     auto t0 = Clock::now();
     int64_t step = 0;
@@ -421,7 +430,7 @@ Result<RestoreResult> Checkpointer::Restore() {
     if (world_->size() > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&failures, 1));
     if (failures == 0) {
       result = {step, candidates[c], full_state};
-      if (chief() && fallback_allowed) RemoveNewerThan(step);
+      if (chief() && fallback_allowed) ELASTRAIN_RETURN_IF_ERROR(RemoveNewerThan(step, unreadable));
       LOG_INFO("restored {} from {} (step {}) in {:.2f}s", full_state ? "the full state" : "parameters",
                candidates[c], step, SecondsSince(t0));
       if (chief())
@@ -431,6 +440,7 @@ Result<RestoreResult> Checkpointer::Restore() {
     const std::string why = st.ok() ? fmt::format("{} of the ranks could not read it", failures) : st.message();
     if (!fallback_allowed || c + 1 == candidates.size())
       return Status::Corruption(fmt::format("cannot restore from {}: {}", candidates[c], why));
+    unreadable.push_back(candidates[c]);
     LOG_WARN("checkpoint {} does not restore ({}); falling back to {}", candidates[c], why, candidates[c + 1]);
     if (chief())
       events_->Emit(CheckpointRestoreFallbackEvent{candidates[c], why, candidates[c + 1]});

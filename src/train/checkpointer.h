@@ -108,7 +108,11 @@ class Checkpointer {
  private:
   Status Save(int64_t step, const ckpt::DataState& data);
   Status RestoreFrom(const std::string& dir, bool full_state, int64_t* step);
-  void RemoveNewerThan(int64_t step);
+  // Clears the way after a restore from `step`: checkpoints newer than it go, except a
+  // damaged one (its manifest does not validate, or it is in `unreadable`: its data did
+  // not restore), which is moved aside (ckpt::QuarantineCheckpoint), never deleted; an
+  // error if one cannot be moved.
+  Status RemoveNewerThan(int64_t step, const std::vector<std::string>& unreadable);
   // Runs in the background: write this rank's files, then (chief) commit.
   Status WriteInBackground(int64_t step, std::string dir, std::shared_ptr<FloatBuffer> snapshot,
                            ckpt::DataState data, double stall_seconds, double waited_seconds,

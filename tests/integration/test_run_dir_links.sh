@@ -69,6 +69,15 @@ expect_refused "run_name climbs out" "run_name=\.\./escape: expected one folder 
   train "${tiny[@]}" run_name=../escape
 [ ! -e "$WORK/escape" ] && pass "nothing was made outside base_output_directory" || fail "$WORK/escape exists"
 
+# 8. logs/ -> a folder elsewhere: the workers' logs cannot be opened there; the job fails
+#    at once naming the link (before issue 33 the agent retried the spawn forever).
+fresh_run r8
+mkdir -p "$WORK/elsewhere_logs"
+ln -s "$WORK/elsewhere_logs" "$RUNS/r8/logs"
+expect_refused "logs/ is a link" "r8/logs: .*symbolic link" train "${tiny[@]}" run_name=r8 num_workers=2
+[ -z "$(ls -A "$WORK/elsewhere_logs")" ] && pass "nothing was written into the linked logs folder" \
+  || fail "the linked logs folder got files: $(ls -A "$WORK/elsewhere_logs")"
+
 # 7. What a good run creates is private: files 0600, folders 0700 (the API's head_url, a
 #    locator without secrets, is the one file others may read).
 make_corpus "$WORK/corpus.txt"
