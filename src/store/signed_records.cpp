@@ -131,6 +131,11 @@ Result<std::shared_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& 
     if (!k->pkey_ || EVP_PKEY_id(P(k->pkey_)) != EVP_PKEY_ED25519)
       return Status::InvalidArgument(fmt::format("the head's signing key {}: not a PEM Ed25519 private key", path));
   } else {
+    // Its directory, private, when missing (as the head's token's: ~/.elastrain).
+    const std::string dir = path.find('/') == std::string::npos ? "" : path.substr(0, path.rfind('/'));
+    if (!dir.empty() && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return Status::IOError(fmt::format("cannot create the directory {} of the head's signing key: {}", dir,
+                                         std::strerror(errno)));
     EVP_PKEY_CTX* ctx = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nullptr);
     EVP_PKEY* pkey = nullptr;
     const bool made = ctx && EVP_PKEY_keygen_init(ctx) == 1 && EVP_PKEY_keygen(ctx, &pkey) == 1;

@@ -46,6 +46,14 @@ TEST(SignedRecords, TheKeyIsCreatedPrivateAndReloaded) {
   EXPECT_THAT(open.status().message(), HasSubstr("644"));
 }
 
+TEST(SignedRecords, ItsMissingDirectoryIsMadePrivate) {
+  ScopedTempDir dir("signed_records_dir");
+  ASSERT_TRUE(SigningKey::LoadOrCreate(dir.path() + "/.elastrain/head_signing_key").ok());
+  struct stat st {};
+  ASSERT_EQ(stat((dir.path() + "/.elastrain").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
 TEST(SignedRecords, NotAKeyIsAClearError) {
   ScopedTempDir dir("signed_records_bad");
   ASSERT_TRUE(WriteFileAtomic(dir.path() + "/k", "hello").ok());
