@@ -16,17 +16,24 @@ start_head() {
   HEAD_HOST=$1
   HEAD=http://$(host_ip "$1"):8080
   local log=${2:-$WORK/head.log}
-  host_bg "$1" "$log" "$BIN" head --store "$NET_ETCD_URL" --insecure-store --host "$(host_ip "$1")" --port 8080
+  host_bg "$1" "$log" "$BIN" head --store "$NET_ETCD_URL" --insecure-store --host "$(host_ip "$1")" --port 8080 \
+    --signing-key "$HEAD_KEY"
   HEAD_PID=$BG_PID
   wait_until 30 grep -q "$HEAD" "$log" || fail "head did not start: $(tail -3 "$log")"
 }
+# The head's signing key (made by the first head) and its public half, which every
+# agent is given: agents run only what the head signed (store/signed_records.h).
+HEAD_KEY=$WORK/head_signing_key
+head_key_ready() { wait_until 30 test -s "$HEAD_KEY.pub" || fail "no $HEAD_KEY.pub: start the head first"; }
 
 # start_agent H: a fresh agent of 2 slots inside H (a new id each time, as after a reboot);
 # its log is $WORK/agent_H_N.log.
 start_agent() {
   AGENT_N[$1]=$((${AGENT_N[$1]:-0} + 1))
+  head_key_ready
   host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots 2 \
-    --id "$1-${AGENT_N[$1]}" --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE"
+    --id "$1-${AGENT_N[$1]}" --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE" \
+    --head-public-key "$HEAD_KEY.pub"
 }
 
 # submit_job NAME KEY=VALUE...: `tiny`, one metrics line per step, checkpoints every 10

@@ -25,7 +25,8 @@ echo "h2: GPU 3 reports uncorrectable ECC errors"
 exit 1
 CHECK
 chmod +x "$WORK/check_h2.sh"
-host_bg h2 "$WORK/agent_h2.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots 2 --id h2-1 --host-name h2 \
+head_key_ready
+host_bg h2 "$WORK/agent_h2.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots 2 --id h2-1 --host-name h2 --head-public-key "$HEAD_KEY.pub" \
   --address "$(host_ip h2)" --lease-seconds "$LEASE" --health-check "$WORK/check_h2.sh" --health-check-period 3
 # small, not tiny: a straggler must lose 20 ms of compute per step to be named.
 submit_job health steps=100000 checkpoint_period=10 num_workers=2:4 global_batch_size=8 per_device_batch_size=2 \
