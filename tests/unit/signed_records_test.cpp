@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -65,6 +66,23 @@ TEST(SignedRecords, NotAKeyIsAClearError) {
   ASSERT_FALSE(p.ok());
   EXPECT_THAT(p.status().message(), HasSubstr("not a PEM Ed25519 public key"));
   EXPECT_EQ(VerifyKey::Load(dir.path() + "/missing").status().code(), StatusCode::kNotFound);
+  // A link planted where the key goes is not followed (nor replaced by a new key).
+  ASSERT_EQ(symlink((dir.path() + "/k").c_str(), (dir.path() + "/link").c_str()), 0);
+  auto linked = SigningKey::LoadOrCreate(dir.path() + "/link");
+  ASSERT_FALSE(linked.ok());
+  EXPECT_THAT(linked.status().message(), HasSubstr(dir.path() + "/link"));
+  EXPECT_FALSE(VerifyKey::Load(dir.path() + "/link").ok());
+  // A huge file is refused before it is read whole.
+  ASSERT_TRUE(WriteFileAtomic(dir.path() + "/huge", std::string(1 << 20, 'A')).ok());
+  auto huge = VerifyKey::Load(dir.path() + "/huge");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(), HasSubstr("over"));
+  // A truncated key: the first half of a real one.
+  ScopedTempDir good("signed_records_trunc");
+  ASSERT_TRUE(SigningKey::LoadOrCreate(good.path() + "/k").ok());
+  auto pem = ReadFile(good.path() + "/k.pub");
+  ASSERT_TRUE(pem.ok());
+  EXPECT_FALSE(VerifyKey::FromPem(pem->substr(0, pem->size() / 2), "half").ok());
 }
 
 TEST(SignedRecords, ASignedRecordVerifiesAndAnyChangeBreaksIt) {
