@@ -302,6 +302,8 @@ void Decider::NoteFirstStep(const Plan& plan, const std::vector<Member>& members
   if (r().trained_until > 0) {
     e.recovery_seconds = std::max(0.0, began - r().trained_until - r().waited_since_trained);
     r().last_recovery_seconds = *e.recovery_seconds;
+  } else if (r().planned_at > 0 && r().start_seconds == 0) {
+    r().start_seconds = std::max(0.0, began - r().planned_at);  // what a start costs, before any recovery
   }
   Emit(std::move(e));
 }
@@ -382,7 +384,8 @@ void Decider::JudgeStragglers(const Plan& plan, const std::vector<Member>& membe
     ranks.push_back({x.m->rank, x.m->worker, x.m->host, w.compute_seconds, w.wait_seconds, w.timed_steps,
                      w.timed_until_step});
   }
-  StragglerJudgement j = elastrain::JudgeStragglers(ranks, plan.generation, r().step, s_.straggler, &r().stragglers);
+  StragglerJudgement j = elastrain::JudgeStragglers(ranks, plan.generation, r().step, obs_.now, s_.straggler,
+                                                   &r().stragglers);
   for (std::string& why : j.refused) d_.warnings.push_back("step anatomy refused: " + why);
   for (const StragglerClearedEvent& e : j.cleared) Emit(e);
   for (const StragglerDetectedEvent& e : j.detected) Emit(e);
@@ -414,7 +417,10 @@ void Decider::ExcludeStragglers(const Plan& plan, const std::vector<Member>& mem
     if (x.w && x.w->rec.generation == plan.generation)
       ranks.push_back({x.m->rank, x.m->worker, x.m->host, x.w->rec.compute_seconds, x.w->rec.wait_seconds,
                        x.w->rec.timed_steps, x.w->rec.timed_until_step});
-  const ExclusionCase c = WeighExclusion(ranks, out, s_.steps - r().step, r().last_recovery_seconds);
+  const ReplanCost cost = r().last_recovery_seconds > 0 ? ReplanCost{r().last_recovery_seconds, "the last recovery"}
+                         : r().start_seconds > 0 ? ReplanCost{r().start_seconds, "the job's start, planned to first step"}
+                                                 : ReplanCost{};
+  const ExclusionCase c = WeighExclusion(ranks, out, s_.steps - r().step, cost);
   if (!c.pays) {
     d_.warnings.push_back(fmt::format("straggler_policy=exclude: not excluding rank(s) of generation {}: {}",
                                       plan.generation, c.reason));
@@ -770,6 +776,7 @@ void Decider::TryStart() {
     r().wait_since = 0;
     r().resize_requested_gen = -1;
     r().first_step_noted = false;
+    r().planned_at = obs_.now;
     GenerationStartedEvent e;
     e.generation = p.generation;
     e.world = n;

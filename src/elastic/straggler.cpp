@@ -47,7 +47,7 @@ StragglerClearedEvent Cleared(const std::string& worker, const StragglerTrack& k
 
 }  // namespace
 
-StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step,
+StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step, double now,
                                    const StragglerSettings& s, std::map<std::string, StragglerTrack>* tracks) {
   StragglerJudgement out;
   // Who can be judged: a full window of this generation with plausible figures.
@@ -102,8 +102,12 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
       k.slow_since_step = -1;
       continue;
     }
-    if (k.slow_since_step < 0) k.slow_since_step = window_start;
+    if (k.slow_since_step < 0) {
+      k.slow_since_step = window_start;
+      k.slow_since_time = now;
+    }
     if (t->timed_until_step - k.slow_since_step + 1 < s.persistence_steps) continue;
+    if (now - k.slow_since_time < kMinStragglerPersistenceSeconds) continue;
     k.detected = true;
     StragglerDetectedEvent e;
     e.generation = generation;
@@ -122,7 +126,7 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 }
 
 ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
-                             int64_t remaining_steps, double measured_replan_seconds) {
+                             int64_t remaining_steps, const ReplanCost& cost) {
   ExclusionCase c;
   std::vector<double> step, kept_compute, out_wait;
   for (const RankTiming& t : ranks) {
@@ -131,7 +135,8 @@ ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::ve
     if (std::find(out.begin(), out.end(), t.rank) != out.end()) out_wait.push_back(t.wait_seconds);
     else kept_compute.push_back(t.compute_seconds);
   }
-  c.replan_cost_seconds = measured_replan_seconds > 0 ? measured_replan_seconds : kDefaultReplanSeconds;
+  const bool measured = cost.seconds > 0;
+  c.replan_cost_seconds = measured ? cost.seconds : kDefaultReplanSeconds;
   if (kept_compute.empty() || out.empty()) {
     c.reason = "no rank would be left to train";
     return c;
@@ -147,7 +152,7 @@ ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::ve
       "{:.1f}s ({})",
       remaining_steps, c.now_step_seconds, c.next_step_seconds, c.expected_gain_seconds,
       c.pays ? "more than" : "not more than", c.replan_cost_seconds,
-      measured_replan_seconds > 0 ? "the last recovery" : "assumed: none measured yet");
+      measured ? cost.measured_as : std::string("assumed: none measured yet"));
   return c;
 }
 

@@ -15,7 +15,9 @@
 //     few milliseconds of compute measures 1.4-1.7x on a shared machine from scheduling
 //     alone -- `tiny` in test_observability -- and costs nothing worth acting on); it
 //     is named (straggler_detected) once it has stayed slow over
-//     straggler_persistence_steps consecutive steps (every judgement in between slow).
+//     straggler_persistence_steps consecutive steps *and* kMinStragglerPersistenceSeconds
+//     (every judgement in between slow): ten steps of a few milliseconds are a moment
+//     of a busy scheduler, not a slow host (`tiny` jobs beside other tests were named).
 //   - A named straggler is cleared (straggler_cleared) when a full window shows it below
 //     the midpoint between 1 and the threshold (hysteresis: no flapping at the edge).
 //   - Fewer than two ranks with a full window: nobody is judged.
@@ -39,6 +41,8 @@ inline constexpr double kDefaultReplanSeconds = 10;
 // A slow rank's compute must exceed the others' median by at least this per step: a few
 // scheduler time slices, below which a shared machine's noise is as large as the gap.
 inline constexpr double kMinStragglerExcessSeconds = 0.02;
+// ... and stay slow for at least this long (as well as straggler_persistence_steps).
+inline constexpr double kMinStragglerPersistenceSeconds = 3;
 
 struct StragglerSettings {
   double threshold = 1.35;
@@ -63,8 +67,8 @@ struct StragglerJudgement {
 // Judges generation `generation`'s ranks and updates `tracks` (worker id -> tracking; the
 // JobRecord's). Tracks of other generations, or of workers no longer in `ranks`, are
 // dropped (a named one is cleared with reason "generation ended"). `step` is the newest
-// step the controller has seen (for the events).
-StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step,
+// step the controller has seen (for the events), `now` the observation's time.
+StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t generation, int64_t step, double now,
                                    const StragglerSettings& s, std::map<std::string, StragglerTrack>* tracks);
 
 // Whether re-planning without `out` (the named stragglers' ranks) pays, and the figures:
@@ -73,14 +77,21 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 //               global batch over fewer ranks) + the median wait of the stragglers (the
 //               communication a rank that never waits for others still pays)
 //   gain      = remaining_steps x (now_step - next_step); it pays when gain > cost, with
-//               cost = the last measured re-plan (recovery) or kDefaultReplanSeconds.
+//               cost = the last measured re-plan (recovery), else the job's own start
+//               (its first generation, planned to first step: the same process start,
+//               rendezvous and first step a re-plan repeats, without the restore), else
+//               kDefaultReplanSeconds.
 struct ExclusionCase {
   double now_step_seconds = 0, next_step_seconds = 0;
   double expected_gain_seconds = 0, replan_cost_seconds = 0;
   bool pays = false;
   std::string reason;  // the sentence for host_excluded or for the log when it does not pay
 };
+struct ReplanCost {
+  double seconds = 0;       // 0: none measured (kDefaultReplanSeconds is assumed)
+  std::string measured_as;  // what measured it, for the reason
+};
 ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
-                             int64_t remaining_steps, double measured_replan_seconds);
+                             int64_t remaining_steps, const ReplanCost& cost);
 
 }  // namespace elastrain

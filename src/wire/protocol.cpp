@@ -31,14 +31,14 @@ ELASTRAIN_JSON_RECORD(Plan, job_id, generation, world, data, fsdp, tensor, membe
 ELASTRAIN_JSON_RECORD(JobControl, stop, requested_at)
 ELASTRAIN_JSON_RECORD(GenerationStop, generation, reasons, abort, job_id)
 ELASTRAIN_JSON_RECORD(AgentCommand, action, worker, requested_at, job_id, factor, seconds)
-ELASTRAIN_JSON_RECORD(StragglerTrack, generation, slow_since_step, last_step, detected, slowdown, rank, host)
+ELASTRAIN_JSON_RECORD(StragglerTrack, generation, slow_since_step, slow_since_time, last_step, detected, slowdown, rank, host)
 ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failures, covered_failures,
                                                 restarts, step, latest_checkpoint_step, started_at, updated_at,
                                                 ended_at, wait_since, ending_since, resize_requested_gen,
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
                                                 trained_until, waited_since_trained, noted, host_failures,
                                                 cooldown_until, stragglers, excluded_at, excluded_workers, host_healthy, hang_diagnosed_gen,
-                                                last_recovery_seconds, health_asked_at, host_unplanned)
+                                                last_recovery_seconds, health_asked_at, host_unplanned, planned_at, start_seconds)
 
 namespace {
 template <typename T>

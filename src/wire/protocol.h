@@ -236,6 +236,7 @@ struct StragglerTrack {
   double slowdown = 0;           // the last measured
   int rank = -1;                 // where it ran (for straggler_cleared once it is gone)
   std::string host;
+  double slow_since_time = 0;    // when it was first judged slow (with slow_since_step)
 };
 
 // The controller's state, persisted after every decision (elastic/policy.h).
@@ -276,6 +277,8 @@ struct JobRecord {
   std::map<std::string, std::string> host_unplanned;         // host -> why its health keeps it out of plans (status)
   int64_t hang_diagnosed_gen = -1;     // generation whose hang was diagnosed (once each)
   double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
+  double planned_at = 0;               // when the current generation was planned
+  double start_seconds = 0;            // the job's first generation: planned to its first step began
 };
 
 // JSON text <-> records. Parse errors name the record and what is wrong.

@@ -7,7 +7,7 @@
 # workers, and the job completes all its steps.
 # straggler_policy=alert is the same controller rule whatever reported the timings:
 # test_gray_failures.sh shows it (named, nothing excluded) on the embedded trainer.
-# The ranks do real work per step (--dim 1024 --global-batch 480: ~10 ms of matrix
+# The ranks do real work per step (--dim 1024 --global-batch 960: ~20 ms of matrix
 # products, not a sleep, which a CPU throttle would not slow).
 source "$(dirname "$0")/lib.sh"
 FACTOR=${SLOW_FACTOR:-2}
@@ -15,7 +15,7 @@ PY=/usr/bin/python3
 "$PY" -c "import torch" 2>/dev/null || { fail "python3-torch is not installed (scripts/install_deps.sh --test)"; finish; exit 1; }
 EXPECT_STRAGGLERS=1  # a rank is slowed on purpose
 SCRIPT="$SRC/examples/ddp_train.py"
-work=(--dim 1024 --global-batch 480 --checkpoint-every 10)
+work=(--dim 1024 --global-batch 960 --checkpoint-every 10)
 # steps= tells the controller how long the program runs (the remaining steps weigh an
 # exclusion: docs/elastic.md "Gray failures").
 common=(threads_per_worker=1 log_period=1 dashboard_port=0 base_output_directory="$WORK/runs")
