@@ -63,7 +63,9 @@ measure() {
     etcd=($ETCD_PID)
     "$bin" head --store "$ETCD_URL" --port 0 >"$run.head" 2>&1 &
     ours=($!)
-    "$bin" agent --store "$ETCD_URL" --slots "$n" --id a1 >"$run.agent" 2>&1 &
+    wait_for 30 test -s "$HOME/.elastrain/head_signing_key.pub"
+    "$bin" agent --store "$ETCD_URL" --slots "$n" --id a1 --head-public-key "$HOME/.elastrain/head_signing_key.pub" \
+      >"$run.agent" 2>&1 &
     ours+=($!)
     PIDS+=("${ours[@]}")
     disown -a

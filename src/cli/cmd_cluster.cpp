@@ -149,8 +149,11 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   if (record_url) {
     if (Status st = WriteUrlFile(url_file, url.value()); !st.ok()) return FailCommand("head", st);
   }
-  std::printf("elastrain head: signing key %s (agents verify with --head-public-key %s.pub)\n",
-              signing_key_file.c_str(), signing_key_file.c_str());
+  if (std::error_code ec; fs::exists(signing_key_file + ".pub", ec))
+    std::printf("elastrain head: signing key %s (agents verify with --head-public-key %s.pub)\n",
+                signing_key_file.c_str(), signing_key_file.c_str());
+  else  // a read-only (mounted) key: its public half is the agents' own secret
+    std::printf("elastrain head: signing key %s (agents verify with its public key)\n", signing_key_file.c_str());
   std::printf("elastrain head: API at %s, store %s, token %s (%s)\n", url->c_str(), store_url.c_str(),
               token_file.c_str(),
               record_url ? ("URL recorded in " + url_file).c_str() : "a read-only mount: the URL is not recorded");
@@ -233,9 +236,14 @@ int RunAgentCommand(const std::vector<std::string>& args) {
     if (!key.ok()) return FailCommand("agent", key.status());
     opt.head_key = key.value();
   } else if (!insecure_unsigned) {
-    LOG_WARN("agent: no --head-public-key: job specs, plans and commands from the store are run unverified; "
-             "anyone who can write the store can run programs as this user (pass the head's KEY.pub; "
-             "--insecure-unsigned-jobs silences this)");
+    return FailCommand("agent", Status::InvalidArgument(
+                                    "--head-public-key FILE is required: the head's public key (it writes KEY.pub "
+                                    "beside its --signing-key, default ~/.elastrain/head_signing_key.pub); only what "
+                                    "the head signed is run. --insecure-unsigned-jobs runs whatever the store holds "
+                                    "(anyone who can write the store can then run programs as this user)"));
+  } else {
+    LOG_WARN("agent: --insecure-unsigned-jobs: job specs, plans and commands from the store are run unverified; "
+             "anyone who can write the store can run programs as this user");
   }
   opt.health_check_timeout = std::chrono::milliseconds(static_cast<int64_t>(health_timeout * 1000));
   auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });

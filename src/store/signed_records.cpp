@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/safe_path.h"
+#include "common/secret_file.h"
 
 namespace elastrain {
 namespace {
@@ -56,12 +57,16 @@ std::string Message(const std::string& store_key, double at, const json& body) {
   return fmt::format("elastrain-signed-v1\n{}\n{:.6f}\n{}", store_key, at, body.dump());
 }
 
-Result<std::string> ReadKeyFile(const std::string& path, const char* what) {
-  UniqueFd f(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+// `follow`: through links (a mounted secret's ..data/ links; checked by the caller).
+Result<std::string> ReadKeyFile(const std::string& path, const std::string& what, bool follow = false) {
+  UniqueFd f(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (follow ? 0 : O_NOFOLLOW)));
   if (f.get() < 0) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} {}: no such file", what, path));
     return Status::IOError(fmt::format("cannot open {} {}: {}", what, path, std::strerror(errno)));
   }
+  struct stat st {};
+  if (fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Status::InvalidArgument(fmt::format("{} {}: not a regular file; expected a PEM Ed25519 key", what, path));
   std::string text;
   char buf[4096];
   for (;;) {
@@ -117,11 +122,21 @@ SigningKey::~SigningKey() { EVP_PKEY_free(P(pkey_)); }
 
 Result<std::shared_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& path) {
   std::shared_ptr<SigningKey> k(new SigningKey());
-  auto text = ReadKeyFile(path, "the head's signing key");
+  const std::string what = "the head's signing key " + path;
+  // A mounted secret (a Kubernetes Secret: read-only, reached through links, 0440 for the
+  // pod's group) is read as mounted (common/secret_file.h); else a file of our own, 0600.
+  bool mounted = false;
+  struct stat lst {};
+  if (lstat(path.c_str(), &lst) == 0) {
+    auto m = CheckMountedSecretPath(path, what);
+    if (!m.ok()) return m.status();
+    mounted = m.value();
+  }
+  auto text = ReadKeyFile(path, "the head's signing key", mounted);
   if (!text.ok() && text.status().code() != StatusCode::kNotFound) return text.status();
   if (text.ok()) {
     struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    if (!mounted && stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
       return Status::PermissionDenied(fmt::format("the head's signing key {} is readable by others (mode {:o}); "
                                                   "expected 0600: chmod 600 it",
                                                   path, st.st_mode & 0777));
@@ -158,6 +173,9 @@ Result<std::shared_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& 
   }
   k->public_pem_ = PublicPem(P(k->pkey_));
   if (k->public_pem_.empty()) return Status::Internal("cannot encode the signing key's public half (OpenSSL)");
+  // A mounted key's directory is read-only: the agents get the public key as a secret of
+  // their own (deploy/kubernetes/make-secrets.sh writes both).
+  if (mounted) return k;
   const std::string pub = path + ".pub";
   auto existing = ReadKeyFile(pub, "the head's public key");
   if (!existing.ok() || *existing != k->public_pem_) {
@@ -193,7 +211,8 @@ Result<std::shared_ptr<VerifyKey>> VerifyKey::FromPem(const std::string& pem, co
 }
 
 Result<std::shared_ptr<VerifyKey>> VerifyKey::Load(const std::string& path) {
-  ELASTRAIN_ASSIGN_OR_RETURN(std::string pem, ReadKeyFile(path, "the head's public key"));
+  // Links followed: no secret (a mounted Secret or ConfigMap reaches it through links).
+  ELASTRAIN_ASSIGN_OR_RETURN(std::string pem, ReadKeyFile(path, "the head's public key", /*follow=*/true));
   return FromPem(pem, "the head's public key " + path);
 }
 

@@ -56,6 +56,12 @@ wait_until() {
   done
 }
 
+# The head's public key (the head writes it beside its default --signing-key under the
+# test's $HOME): agents verify what the head signed with it (--head-public-key, issue 33).
+HEAD_PUB="$HOME/.elastrain/head_signing_key.pub"
+# head_pub_ready: waits for the head (started first) to have written it.
+head_pub_ready() { wait_until 60 test -s "$HEAD_PUB" || fail "no $HEAD_PUB: the head did not write its public key"; }
+
 # losses FILE: the "loss" values of metrics.jsonl, one per line, as written.
 losses() { grep -o '"loss":[^,}]*' "$1" | cut -d: -f2; }
 eval_losses() { grep -o '"eval_loss":[^,}]*' "$1" | cut -d: -f2; }

@@ -37,11 +37,20 @@ expect_error "unknown fail_mode" "fail_mode=explode: expected one of exit, kill,
   train model_name=tiny fail_mode=explode "${common[@]}"
 expect_error "fail_rank outside the world" "fail_rank=5: expected a rank in \[0, 2\)" -- \
   train model_name=tiny num_workers=2 fail_rank=5 fail_at_step=3 "${common[@]}"
-expect_error "bad store URL" "--store 'redis://x': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT" -- agent --store redis://x --slots 1
+# A public key of no head: these agents fail on their store before any job.
+openssl genpkey -algorithm ed25519 2>/dev/null | openssl pkey -pubout -out "$WORK/some_head.pub"
+expect_error "agent without the head's public key" "--head-public-key FILE is required.*--insecure-unsigned-jobs runs whatever the store holds" -- \
+  agent --store etcd://127.0.0.1:9 --slots 1
+expect_error "agent with a public key and --insecure-unsigned-jobs" "--head-public-key and --insecure-unsigned-jobs exclude each other" -- \
+  agent --store etcd://127.0.0.1:9 --slots 1 --head-public-key "$WORK/some_head.pub" --insecure-unsigned-jobs
+openssl genpkey -algorithm ed25519 -out "$WORK/some_head.key" 2>/dev/null
+expect_error "agent with a private key for a public one" "not a PEM Ed25519 public key" -- \
+  agent --store etcd://127.0.0.1:9 --slots 1 --head-public-key "$WORK/some_head.key"
+expect_error "bad store URL" "--store 'redis://x': expected memory://, etcd://HOST:PORT or etcds://HOST:PORT" -- agent --store redis://x --slots 1 --head-public-key "$WORK/some_head.pub"
 # Plain etcd:// to a host that is not loopback needs --insecure-store (issue #33); 192.0.2.1
 # (TEST-NET-1) is never reached: the refusal comes first.
 expect_error "plain etcd:// off loopback (agent)" "--store 'etcd://192.0.2.1:2379': plain etcd:// to 192.0.2.1:2379, which is not loopback.*read and rewrite.*pass --insecure-store" -- \
-  agent --store etcd://192.0.2.1:2379 --slots 1 --store-wait 30
+  agent --store etcd://192.0.2.1:2379 --slots 1 --store-wait 30 --head-public-key "$WORK/some_head.pub"
 expect_error "plain etcd:// off loopback (head)" "plain etcd:// to etcd.example:2379, which is not loopback.*--insecure-store" -- \
   head --store etcd://etcd.example:2379 --port 0 --token-file "$WORK/insecure/head_token"
 out=$(timeout 20 "$BIN" head --store etcd://192.0.2.1:2379 --insecure-store --store-wait 0 --port 0 \

@@ -104,11 +104,13 @@ code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$C/ca.crt" -X POST -H 'C
   -d '{"config_yaml":"model_name: tiny"}' "$HEAD/api/v1/jobs" || true)
 [ "$code" = 401 ] && pass "POST /api/v1/jobs without a token: 401" || fail "submit without a token: HTTP $code"
 expect_error "status without the CA" "certificate" -- status --head "$HEAD"
-"$BIN" agent --store "$ETCD_URL" "${CREDS[@]}" --slots 1 --id h1 --host-name h1 >"$WORK/h1.log" 2>&1 &
+head_pub_ready
+"$BIN" agent --store "$ETCD_URL" "${CREDS[@]}" --slots 1 --id h1 --host-name h1 --head-public-key "$HEAD_PUB" \
+  >"$WORK/h1.log" 2>&1 &
 bg_track $!
 ELASTRAIN_ETCD_CA="$C/ca.crt" ELASTRAIN_ETCD_CERT="$C/etcd-client.crt" ELASTRAIN_ETCD_KEY="$C/etcd-client.key" \
   ELASTRAIN_ETCD_USER="$ETCD_USER" ELASTRAIN_ETCD_PASSWORD_FILE="$ETCD_PASSWORD_FILE" \
-  "$BIN" agent --store "$ETCD_URL" --slots 1 --id h2 --host-name h2 >"$WORK/h2.log" 2>&1 &
+  "$BIN" agent --store "$ETCD_URL" --slots 1 --id h2 --host-name h2 --head-public-key "$HEAD_PUB" >"$WORK/h2.log" 2>&1 &
 bg_track $!
 # The head is frozen for longer than a token lives (2 s unused), so its token expires;
 # etcd logs the refused token, and the head must go on with a fresh one.

@@ -36,7 +36,9 @@ head_url_in() {
 }
 agent_gone() { ! kill -0 "${AGENT[$1]}" 2>/dev/null; }
 start_agent() {
-  "$BIN" agent --store "$ETCD_URL" --slots 1 --id "$1" --host-name "$1" --lease-seconds 2 >"$WORK/$1.log" 2>&1 &
+  head_pub_ready
+  "$BIN" agent --store "$ETCD_URL" --slots 1 --id "$1" --host-name "$1" --lease-seconds 2 --head-public-key "$HEAD_PUB" \
+    >"$WORK/$1.log" 2>&1 &
   AGENT[$1]=$!
   bg_track $!
 }
@@ -103,7 +105,7 @@ kill -0 "${AGENT[h1]}" 2>/dev/null && pass "agent h1 still runs (a forged host k
 # An agent id is unique among live agents: a second agent "h1" waits out two leases, then
 # is refused, naming the live one; h1 runs on untouched.
 rc=0
-out=$(timeout 30 "$BIN" agent --store "$ETCD_URL" --slots 1 --id h1 --lease-seconds 2 2>&1) || rc=$?
+out=$(timeout 30 "$BIN" agent --store "$ETCD_URL" --slots 1 --id h1 --lease-seconds 2 --head-public-key "$HEAD_PUB" 2>&1) || rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -lt 124 ] && grep -q "agent id h1 is registered by a live agent: pid ${AGENT[h1]}" <<<"$out" &&
   pass "a second agent h1 is refused (exit $rc): $(grep -o 'agent id h1 is.*' <<<"$out" | cut -c1-140)" || fail "second h1 (exit $rc): $out"
 kill -0 "${AGENT[h1]}" 2>/dev/null && pass "the first agent h1 runs on" || fail "agent h1 is gone"

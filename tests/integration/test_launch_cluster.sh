@@ -29,7 +29,9 @@ head_url() { HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1
 wait_until 60 head_url || fail "head did not start: $(cat "$WORK/head.log")"
 declare -A AGENT
 for h in h1 h2; do
-  "$BIN" agent --store "$ETCD_URL" --slots 1 --id $h --host-name $h --lease-seconds 2 >"$WORK/$h.log" 2>&1 &
+  head_pub_ready
+  "$BIN" agent --store "$ETCD_URL" --slots 1 --id $h --host-name $h --lease-seconds 2 --head-public-key "$HEAD_PUB" \
+    >"$WORK/$h.log" 2>&1 &
   AGENT[$h]=$!
   bg_track $!
 done

@@ -21,30 +21,34 @@ mkdir "$SECRET/$ts"
 openssl rand -hex 32 >"$SECRET/$ts/token"
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$SECRET/$ts/tls.key" 2>/dev/null
 openssl rand -hex 32 >"$SECRET/$ts/open-token"
+openssl genpkey -algorithm ed25519 -out "$SECRET/$ts/signing.key" 2>/dev/null
+openssl pkey -in "$SECRET/$ts/signing.key" -pubout -out "$SECRET/$ts/signing.pub" 2>/dev/null
 openssl rand -hex 32 >"$SECRET/$ts/other-group-token"
 chown root:$FS_GROUP "$SECRET/$ts"/*
-chmod 0440 "$SECRET/$ts/token" "$SECRET/$ts/tls.key"
+chmod 0440 "$SECRET/$ts/token" "$SECRET/$ts/tls.key" "$SECRET/$ts/signing.key" "$SECRET/$ts/signing.pub"
 chmod 0444 "$SECRET/$ts/open-token"
 chown $USER_ID:$OTHER_GROUP "$SECRET/$ts/other-group-token"  # its own, but others of that group read it
 chmod 0440 "$SECRET/$ts/other-group-token"
 ln -s "$ts" "$SECRET/..data"
-for k in token tls.key open-token other-group-token; do ln -s "..data/$k" "$SECRET/$k"; done
+for k in token tls.key open-token other-group-token signing.key signing.pub; do ln -s "..data/$k" "$SECRET/$k"; done
 mount -o remount,ro "$SECRET"
 touch "$SECRET/x" 2>/dev/null && fail "the secret mount is writable" || pass "a read-only Secret-like mount: $(ls "$SECRET" | xargs)"
 
 as_user() { HOME=$WORK/home setpriv --reuid=$USER_ID --regid=$USER_ID --groups=$FS_GROUP "$@"; }
 mkdir -p "$WORK/home" && chown $USER_ID "$WORK/home"
 
-# 1. The head takes the mounted token and records no URL beside it.
+# 1. The head takes the mounted token and signing key, and records no URL (nor KEY.pub) beside them.
 # setpriv itself, not a function around it: `$!` must be the process that becomes the head
 # (setpriv execs it), so that the EXIT trap's kill reaches the head.
 HOME=$WORK/home setpriv --reuid=$USER_ID --regid=$USER_ID --groups=$FS_GROUP \
-  "$BIN" head --store memory:// --port 0 --token-file "$SECRET/token" >"$WORK/head.log" 2>&1 &
+  "$BIN" head --store memory:// --port 0 --token-file "$SECRET/token" --signing-key "$SECRET/signing.key" >"$WORK/head.log" 2>&1 &
 bg_track $!
 wait_until 30 grep -q "API at" "$WORK/head.log" && pass "head with a mounted token: $(grep -o 'token .*' "$WORK/head.log" | head -1)" ||
   fail "head: $(tail -3 "$WORK/head.log")"
 URL=$(grep -o 'API at [^,]*' "$WORK/head.log" | cut -d' ' -f3)
 [ ! -e "$SECRET/head_url" ] && pass "no URL file in the read-only mount" || fail "a URL file appeared"
+grep -q "signing key $SECRET/signing.key" "$WORK/head.log" && pass "the head signs with the mounted key: $(grep -o 'signing key .*' "$WORK/head.log" | cut -c1-120)" ||
+  fail "the mounted signing key: $(grep -i 'sign' "$WORK/head.log" | tail -2)"
 # No job yet: the API answers (the token was taken) that nothing was submitted.
 out=$(as_user "$BIN" status --head "$URL" --token-file "$SECRET/token" 2>&1 || true)
 grep -q "no job has been submitted" <<<"$out" && pass "a client with the mounted token: the API answered: $out" ||
@@ -71,10 +75,10 @@ expect_refused "a symbolic link on a writable file system" "symbolic link" -- \
   "$BIN" status --head "$URL" --token-file "$WORK/link-token"
 # The etcd client key from the mount passes the file checks (then nothing answers).
 out=$(as_user "$BIN" agent --store etcds://127.0.0.1:9 --store-ca "$SECRET/tls.key" --store-cert "$SECRET/tls.key" \
-  --store-key "$SECRET/tls.key" --slots 1 2>&1 || true)
+  --store-key "$SECRET/tls.key" --head-public-key "$SECRET/signing.pub" --slots 1 2>&1 || true)
 ! grep -q "readable by group or others\|mounted secret" <<<"$out" && pass "an etcd key from the mount passes the file checks: $(tail -1 <<<"$out" | cut -c1-160)" ||
   fail "etcd key refused: $out"
 expect_refused "a world-readable mounted etcd key" "open to other users" -- \
   as_user "$BIN" agent --store etcds://127.0.0.1:9 --store-ca "$SECRET/tls.key" --store-cert "$SECRET/tls.key" \
-  --store-key "$SECRET/open-token" --slots 1
+  --store-key "$SECRET/open-token" --head-public-key "$SECRET/signing.pub" --slots 1
 finish

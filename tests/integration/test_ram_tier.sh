@@ -83,8 +83,10 @@ bg_track $head_pid
 head_url() { HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1 || true); [ -n "$HEAD" ]; }
 wait_until 60 head_url || fail "head did not start: $(cat "$WORK/head.log")"
 agents=()
+head_pub_ready
 for a in ha:3 hb:1; do
   "$BIN" agent --store "$ETCD_URL" --slots "${a#*:}" --id "${a%:*}" --host-name "${a%:*}" --lease-seconds 2 \
+    --head-public-key "$HEAD_PUB" \
     >"$WORK/${a%:*}.log" 2>&1 &
   agents+=($!)
   bg_track $!

@@ -6,14 +6,17 @@ source "$(dirname "$0")/lib.sh"
 source "$SRC/tests/integration/etcd_lib.sh"
 PORT=$(_random_port)
 URL=etcd://127.0.0.1:$PORT
+# A public key of no head: these agents fail on their store before any job.
+PUB=$WORK/some_head.pub
+openssl genpkey -algorithm ed25519 2>/dev/null | openssl pkey -pubout -out "$PUB"
 
 # 1. No store, no wait: at once. With --store-wait 2: after ~2 s, saying so.
 t0=$SECONDS
-out=$("$BIN" agent --store "$URL" --slots 1 2>&1) && fail "agent without a store: exit 0" ||
+out=$("$BIN" agent --store "$URL" --slots 1 --head-public-key "$PUB" 2>&1) && fail "agent without a store: exit 0" ||
   { [ $((SECONDS - t0)) -le 2 ] && grep -q "cannot reach etcd" <<<"$out" && pass "no --store-wait: fails at once: $(cut -c1-120 <<<"$out")" ||
     fail "no --store-wait: $((SECONDS - t0)) s: $out"; }
 start=$(now)
-out=$("$BIN" agent --store "$URL" --slots 1 --store-wait 2 2>&1) && fail "agent with --store-wait: exit 0" || true
+out=$("$BIN" agent --store "$URL" --slots 1 --store-wait 2 --head-public-key "$PUB" 2>&1) && fail "agent with --store-wait: exit 0" || true
 took=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
 awk -v t="$took" 'BEGIN { exit !(t >= 1.9) }' && grep -q "still, after --store-wait 2 s" <<<"$out" &&
   pass "--store-wait 2: gave up after $took s (still, after --store-wait 2 s)" ||
@@ -32,6 +35,6 @@ wait_until 60 grep -q "API at" "$WORK/head.log" && pass "etcd started later: the
   fail "the head did not come up: $(tail -3 "$WORK/head.log")"
 # A store that answers but refuses is not waited for: a wrong scheme fails at once.
 t0=$SECONDS
-out=$("$BIN" agent --store "etcd://127.0.0.1:$PORT/x" --slots 1 --store-wait 30 2>&1) || true
+out=$("$BIN" agent --store "etcd://127.0.0.1:$PORT/x" --slots 1 --store-wait 30 --head-public-key "$PUB" 2>&1) || true
 [ $((SECONDS - t0)) -le 5 ] && pass "a bad store URL is not waited for: $(cut -c1-100 <<<"$out")" || fail "waited $((SECONDS - t0)) s: $out"
 finish
