@@ -15,7 +15,9 @@
 #   head.crt head.key          the head's HTTPS API: elastrain-head, its Service names,
 #                              localhost and 127.0.0.1 (kubectl port-forward)
 #   token                      the API's bearer token: 64 hex digits and a newline
-#   secrets.yaml               the six Secrets; apply with  kubectl apply -f OUT_DIR/secrets.yaml
+#   head-signing.key .pub      the head's Ed25519 key: it signs every job spec, plan and
+#                              command; the agents verify with the .pub (issue 33)
+#   secrets.yaml               the eight Secrets; apply with  kubectl apply -f OUT_DIR/secrets.yaml
 # Keys, passwords and the token are 0600. $KUBECTL (default kubectl) only formats the Secrets
 # (--dry-run=client): no cluster is contacted. A production cluster may use its own PKI
 # (cert-manager, ...) as long as the Secrets keep these names and keys.
@@ -62,6 +64,8 @@ extendedKeyUsage=serverAuth"
 rm -f ca.srl
 openssl rand -hex 32 >token
 for u in root head agent; do openssl rand -hex 32 >"etcd-$u.password"; done
+openssl genpkey -algorithm ed25519 -out head-signing.key 2>/dev/null
+openssl pkey -in head-signing.key -pubout -out head-signing.pub 2>/dev/null
 chmod 600 ./*.key ./*.password token
 
 # tls_secret NAME CERT: a kubernetes.io/tls Secret with ca.crt beside tls.crt and tls.key.
@@ -92,5 +96,12 @@ etcd_client_secret() {
   etcd_client_secret elastrain-etcd-agent agent
   echo "---"
   tls_secret elastrain-head-tls head
+  echo "---"
+  # The private half only in the head's pod; the agents' pods get the public half alone.
+  "$kubectl" create secret generic elastrain-head-signing --namespace "$ns" --from-file=signing.key=head-signing.key \
+    --dry-run=client -o yaml
+  echo "---"
+  "$kubectl" create secret generic elastrain-head-public-key --namespace "$ns" --from-file=head.pub=head-signing.pub \
+    --dry-run=client -o yaml
 } >secrets.yaml
-echo "make-secrets: CA, etcd server/peer, etcd head and agent client and head certificates, etcd passwords, API token and secrets.yaml (namespace $ns) in $(pwd)"
+echo "make-secrets: CA, etcd server/peer, etcd head and agent client and head certificates, etcd passwords, API token, the head's signing key and secrets.yaml (namespace $ns) in $(pwd)"

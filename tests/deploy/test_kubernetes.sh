@@ -107,6 +107,14 @@ if KUBECTL=${KUBECTLS[0]} bash "$K8S/make-secrets.sh" "$WORK/secrets" elastrain 
     [[ $subj != *CN* ]] && pass "make-secrets.sh: $c.crt has no Common Name (etcd's JSON gateway): $subj" ||
       fail "make-secrets.sh: $c.crt has a Common Name: $subj"
   done
+  [ "$(openssl pkey -in "$s/head-signing.key" -pubout 2>/dev/null)" = "$(cat "$s/head-signing.pub")" ] &&
+    openssl pkey -in "$s/head-signing.key" -noout -text 2>/dev/null | grep -q "ED25519" &&
+    pass "make-secrets.sh: the head's Ed25519 signing key and its public half" || fail "make-secrets.sh: head-signing.key/.pub"
+  # The agents' pods mount the public half only (issue 33: nothing in them can sign).
+  grep -q "secretName: elastrain-head-public-key" "$K8S/base/agents.yaml" && ! grep -q "elastrain-head-signing" "$K8S/base/agents.yaml" &&
+    grep -q "secretName: elastrain-head-signing" "$K8S/base/head.yaml" &&
+    pass "the signing key is mounted in the head's pod only, its public half in the agents'" ||
+    fail "deploy/kubernetes/base: the head's signing key Secrets are not where they belong"
   cmp -s "$s/etcd-head.key" "$s/etcd-agent.key" && fail "make-secrets.sh: the head and the agents share an etcd key" ||
     pass "make-secrets.sh: the head and the agents have their own etcd client keys"
 else

@@ -166,8 +166,8 @@ checks['resource-requests'] = (objs) =>
 // mounted read-only. Each role mounts the Secrets it needs.
 const SECRET_MOUNTS = {
   etcd: ['elastrain-etcd-server-tls', 'elastrain-etcd-users'],
-  head: ['elastrain-api-token', 'elastrain-head-tls', 'elastrain-etcd-head'],
-  agent: ['elastrain-etcd-agent'],
+  head: ['elastrain-api-token', 'elastrain-head-tls', 'elastrain-etcd-head', 'elastrain-head-signing'],
+  agent: ['elastrain-etcd-agent', 'elastrain-head-public-key'],
 };
 checks['secrets-mounted-restrictively'] = (objs) => {
   const p = [];
@@ -266,7 +266,8 @@ checks['etcd-user-auth'] = (objs) => {
 
 checks['secrets-exist'] = (objs) => {
   const p = [];
-  const keys = { 'elastrain-api-token': ['token'], 'elastrain-etcd-users': ['root', 'elastrain-head', 'elastrain-agent'] };
+  const keys = { 'elastrain-api-token': ['token'], 'elastrain-etcd-users': ['root', 'elastrain-head', 'elastrain-agent'],
+    'elastrain-head-signing': ['signing.key'], 'elastrain-head-public-key': ['head.pub'] };
   for (const s of ['elastrain-etcd-server-tls', 'elastrain-head-tls']) keys[s] = ['ca.crt', 'tls.crt', 'tls.key'];
   for (const s of ['elastrain-etcd-head', 'elastrain-etcd-agent']) keys[s] = ['ca.crt', 'tls.crt', 'tls.key', 'password'];
   for (const [name, ks] of Object.entries(keys)) {
@@ -545,6 +546,7 @@ const mutations = [
   ['password passed from a Secret into env', 'no-secrets-in-env', (o) => { ctr(o, 'head').env.push({ name: 'ETCD_PASSWORD', valueFrom: { secretKeyRef: { name: 'elastrain-etcd-head', key: 'password' } } }); }],
   ['agent pod mounts the API token', 'secrets-only-where-needed', (o) => { tmpl(o, 'agent').spec.volumes.push({ name: 'tok', secret: { secretName: 'elastrain-api-token', defaultMode: 0o440 } }); }],
   ['agent pod mounts the head\'s etcd credentials', 'secrets-only-where-needed', (o) => { tmpl(o, 'agent').spec.volumes.find((v) => v.secret && v.secret.secretName === 'elastrain-etcd-agent').secret.secretName = 'elastrain-etcd-head'; }],
+  ['agent pod mounts the head\'s signing key', 'secrets-only-where-needed', (o) => { tmpl(o, 'agent').spec.volumes.find((v) => v.secret && v.secret.secretName === 'elastrain-head-public-key').secret.secretName = 'elastrain-head-signing'; }],
   ['head pod mounts etcd\'s user passwords', 'secrets-only-where-needed', (o) => { tmpl(o, 'head').spec.volumes.push({ name: 'u', projected: { defaultMode: 0o440, sources: [{ secret: { name: 'elastrain-etcd-users' } }] } }); }],
   ['etcd never turns auth on', 'etcd-user-auth', (o) => { const c = ctr(o, 'etcd'); c.command = c.command.map((x) => x.replace('etcdctl auth enable', 'true')); }],
   ['the agents\' role may write everything', 'etcd-user-auth', (o) => { const c = ctr(o, 'etcd'); c.command = c.command.map((x) => x.replace('elastrain-agent --prefix=true read elastrain/', 'elastrain-agent --prefix=true readwrite elastrain/')); }],
