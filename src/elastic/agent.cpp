@@ -549,7 +549,8 @@ Result<AgentEnd> Agent::Impl::Run() {
   if (opt_.slots < 1) return Status::InvalidArgument(fmt::format("--slots {}: expected at least 1", opt_.slots));
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   machine_ = std::make_unique<AgentMachine>(
-      AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends, store_.url()});
+      AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends, store_.url(),
+                          opt_.head_key ? opt_.head_key->pem() : std::string()});
   if (auto own = CpuCgroupOf(::getpid()); own.ok()) {  // left by an agent that was killed
     const int swept = SweepStaleThrottleCgroups(kCpuCgroupRoot + (own.value() == "/" ? "" : own.value()));
     if (swept > 0) LOG_INFO("agent {}: removed {} empty throttle cgroup(s) left behind", opt_.id, swept);

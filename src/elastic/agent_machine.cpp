@@ -183,7 +183,8 @@ void AgentMachine::On(const WorkerSpawned& in, double now, Actions* out) {
   // what the first worker of this host measured, so that a replacement does not measure
   // again (0.3 s of both cores) while a recovery waits for it.
   out->push_back(
-      SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads(), host_peak_flops_}});
+      SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads(), host_peak_flops_,
+                                          opt_.head_public_key}});
 }
 
 void AgentMachine::On(const SpawnFailed& in, double now, Actions* out) {

@@ -90,6 +90,7 @@ struct AgentMachineOptions {
   int cores = 1;                   // this host's cores, shared among the slots by default
   bool exit_when_job_ends = false;
   std::string store_url;           // the store's URL: a plan's rendezvous must be the job's there
+  std::string head_public_key;     // PEM, handed to the workers (they verify the plan they read)
 };
 
 // The settings of the job that the agent needs (from its config).

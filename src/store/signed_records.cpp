@@ -207,6 +207,7 @@ Result<std::shared_ptr<VerifyKey>> VerifyKey::FromPem(const std::string& pem, co
   if (!k->pkey_ || EVP_PKEY_id(P(k->pkey_)) != EVP_PKEY_ED25519)
     return Status::InvalidArgument(what + ": not a PEM Ed25519 public key (the head writes one beside its signing "
                                           "key, as KEY.pub)");
+  k->pem_ = pem;
   return k;
 }
 

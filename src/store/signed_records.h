@@ -56,10 +56,12 @@ class VerifyKey {
   VerifyKey(const VerifyKey&) = delete;
   VerifyKey& operator=(const VerifyKey&) = delete;
   bool Verify(std::string_view message, std::string_view hex_signature) const;
+  const std::string& pem() const { return pem_; }  // handed to the workers (JobMessage)
 
  private:
   VerifyKey() = default;
   void* pkey_ = nullptr;  // EVP_PKEY*
+  std::string pem_;
 };
 
 // `value` (a JSON object) with its signature for `key`, made at wall time `at`.

@@ -25,6 +25,7 @@
 #include "common/process.h"
 #include "kernels/gemm.h"  // SetComputeThreads
 #include "comm/rendezvous_store.h"  // MakeGlooStore
+#include "store/signed_records.h"
 #include "store/store.h"
 #include "train/mfu_peak.h"
 #include "train/trainer.h"
@@ -151,7 +152,8 @@ struct Progress {
   }
 };
 
-Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg, const std::string& host) {
+Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg, const std::string& host,
+                                 const std::shared_ptr<const VerifyKey>& head_key) {
   WorkerContext ctx;
   ctx.rank = a.rank;
   ctx.world = a.world;
@@ -187,7 +189,7 @@ Result<WorkerContext> ContextFor(const AssignMessage& a, const TrainConfig& cfg,
     ctx.store = MakeGlooStore(store, a.rendezvous.prefix, so);
     so.request_timeout = std::min(so.request_timeout, kFenceRequestTimeout);
     ELASTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<Store> fence_store, OpenStore(a.rendezvous.store_url, so));
-    ctx.control.still_current = StillCurrent(fence_store, a.rendezvous, a.generation);
+    ctx.control.still_current = StillCurrent(fence_store, a.rendezvous, a.generation, head_key);
   }
   // Peers on this host whose process is gone, to name them when a collective fails.
   std::vector<std::pair<int, int>> local_peers;  // rank, pid
@@ -228,6 +230,7 @@ class WorkerProcess {
   CollectiveTracker tracker_;  // this generation's collectives (comm/collective_mark.h)
   TrainConfig cfg_;
   std::string worker_id_, host_;
+  std::shared_ptr<const VerifyKey> head_key_;  // verifies the plan its fencing reads (signed jobs)
   double peak_flops_ = 0;
   CarriedState carried_;
   std::atomic<bool> done_{false};
@@ -238,6 +241,9 @@ Status WorkerProcess::Init(const JobMessage& job) {
   worker_id_ = job.worker_id;
   host_ = job.host.empty() ? std::string("localhost") : job.host;
   ELASTRAIN_ASSIGN_OR_RETURN(cfg_, LoadConfigText(job.config_yaml, "job config"));
+  if (!job.head_public_key.empty()) {
+    ELASTRAIN_ASSIGN_OR_RETURN(head_key_, VerifyKey::FromPem(job.head_public_key, "the head's public key (from the agent)"));
+  }
   SetLogLevel(cfg_.log_level);
   SetComputeThreads(job.threads);
   const auto t0 = std::chrono::steady_clock::now();
@@ -274,7 +280,7 @@ void WorkerProcess::Tick() {
 int WorkerProcess::RunAssignment(const AssignMessage& a) {
   auto ctx_or = [&]() -> Result<WorkerContext> {
     try {
-      return ContextFor(a, cfg_, host_);
+      return ContextFor(a, cfg_, host_, head_key_);
     } catch (const std::exception& e) {
       return Status::InvalidArgument(std::string("assignment: ") + e.what());
     }
@@ -389,11 +395,32 @@ Result<JobMessage> ReceiveJobMessage(Channel* ch) {
   return std::get<JobMessage>(first);
 }
 
-std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen) {
-  return [store = std::move(store), rendezvous = std::move(rendezvous), gen]() -> Status {
+std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen,
+                                     std::shared_ptr<const VerifyKey> head_key) {
+  // The newest signing time accepted (shared by the copies of the check; called from the
+  // checkpointer's, the events' and the metrics' threads).
+  struct Newest {
+    std::mutex mu;
+    double at = 0;
+  };
+  auto newest = std::make_shared<Newest>();
+  return [store = std::move(store), rendezvous = std::move(rendezvous), gen, head_key = std::move(head_key),
+          newest]() -> Status {
     auto kv = store->Get(keys::JobPlan());
     if (!kv.ok()) return Status::Unavailable("cannot confirm generation " + std::to_string(gen) + " is current: " +
                                              kv.status().message());
+    if (head_key && kv->has_value()) {
+      auto at = VerifyRecord(*head_key, keys::JobPlan(), kv->value().value);
+      if (!at.ok())
+        return Status::FailedPrecondition(fmt::format("generation {} cannot be confirmed: the job's plan is refused: {}",
+                                                      gen, at.status().message()));
+      std::lock_guard<std::mutex> lock(newest->mu);
+      if (at.value() < newest->at)
+        return Status::FailedPrecondition(fmt::format(
+            "generation {} cannot be confirmed: the job's plan was signed at {:.6f}, before one already seen ({:.6f}): "
+            "a replay", gen, at.value(), newest->at));
+      newest->at = at.value();
+    }
     Plan plan;
     if (!kv->has_value() || !FromJson(kv->value().value, &plan).ok() || !(plan.rendezvous == rendezvous))
       return Status::FailedPrecondition(fmt::format("generation {} is no longer current: the job's plan is gone", gen));

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "common/status.h"
+#include "store/signed_records.h"
 #include "store/store.h"
 #include "wire/channel.h"
 #include "wire/rendezvous.h"
@@ -32,7 +33,11 @@ int RunWorkerProcess(Channel* ch, const JobMessage& job);
 // GenerationControl::still_current in cluster mode: reads the job's plan from `store`
 // now. OK when it is generation `gen` of the job whose rendezvous is `rendezvous`;
 // FailedPrecondition when it is another generation or job, missing or unreadable (the
-// record is not trusted); Unavailable when the store cannot be reached.
-std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen);
+// record is not trusted); Unavailable when the store cannot be reached. With `head_key`
+// (the agent verifies signed jobs), a plan the head did not sign, or one signed earlier
+// than a plan this check already accepted (a replay), is FailedPrecondition too: a
+// forged plan cannot keep a stale generation writing.
+std::function<Status()> StillCurrent(std::shared_ptr<Store> store, RendezvousAddress rendezvous, int64_t gen,
+                                     std::shared_ptr<const VerifyKey> head_key = nullptr);
 
 }  // namespace elastrain

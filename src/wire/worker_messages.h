@@ -40,6 +40,7 @@ struct JobMessage {
   std::string host;
   int threads = 0;           // compute threads (0: the worker's default)
   double peak_flops = 0;     // this host's SGEMM ceiling as an earlier worker measured it, FLOP/s (0: none yet)
+  std::string head_public_key;  // the head's Ed25519 key (PEM) the agent verifies with; "" when unsigned
 };
 
 struct AssignPeer {

@@ -92,6 +92,18 @@ replayed() { grep -q "refused elastrain/job/plan: .*a replay" "$WORK/h1.log" && 
 wait_until 30 replayed && pass "both agents refuse the replayed plan: $(grep -m1 -o 'refused elastrain/job/plan.*' "$WORK/h1.log")" \
   || fail "the replayed plan: $(grep -h 'job/plan' "$WORK"/h[12].log | tail -2)"
 
+# 3b. The workers read the plan too (the fence before each checkpoint, event and metric
+# write): the current plan without its signature is refused there as well, then the
+# head's own record put back (not older than any seen: accepted again).
+current=$(etcd_get elastrain/job/plan)
+stripped=$(printf '%s' "$current" | sed 's/,"signature":{[^}]*}//; s/"signature":{[^}]*},//')
+grep -q '"signature"' <<<"$stripped" && fail "the signature was not stripped: ${stripped:0:200}"
+etcd_put elastrain/job/plan "$stripped"
+fenced() { grep -q "the job's plan is refused" "$run"/logs/*.log 2>/dev/null; }
+wait_until 60 fenced && pass "a worker refuses the unsigned plan: $(grep -h -m1 -o "generation [0-9]* cannot be confirmed: the job's plan is refused.\{0,80\}" "$run"/logs/*.log | head -1)" \
+  || fail "no worker refused the unsigned plan: $(grep -h -i 'plan\|fence' "$run"/logs/*.log | tail -2)"
+etcd_put elastrain/job/plan "$current"
+
 # 4. A forged spec in the middle of the job.
 etcd_put elastrain/job/spec "$(evil_spec "$(api status --json | "$JQ" job_id)")"
 mid() { [ "$(grep -c "refused elastrain/job/spec" "$WORK/h1.log")" -ge 2 ]; }
