@@ -24,6 +24,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/api_client.h"
@@ -33,6 +34,7 @@
 #include "common/files.h"
 #include "common/log.h"
 #include "common/signals.h"
+#include "elastic/admission.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
 #include "elastic/host_identity.h"
@@ -213,6 +215,14 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   app.add_option("--head-public-key", head_public_key,
                  "the head's public key (the head writes it as KEY.pub beside its --signing-key): only a job spec, "
                  "plan or command the head signed is run");
+  std::vector<std::string> allow_programs, allow_paths;
+  app.add_option("--allow-program", allow_programs,
+                 "a program (or a directory of programs) a job may launch (elastrain launch / submit -- PROG); "
+                 "repeatable. None: only elastrain's own trainer runs. Allowing an interpreter (python3) allows any "
+                 "script it is given");
+  app.add_option("--allow-path", allow_paths,
+                 "a directory the paths a job sets (its run directory, dataset_path, tokenizer_path, load_*_path, "
+                 "final_params_path) must lie in; repeatable (default: this agent's working directory)");
   app.add_flag("--insecure-unsigned-jobs", insecure_unsigned,
                "run whatever job the store holds, unsigned (anyone who can write the store can then run programs "
                "as this agent's user)");
@@ -246,6 +256,17 @@ int RunAgentCommand(const std::vector<std::string>& args) {
              "anyone who can write the store can run programs as this user");
   }
   opt.health_check_timeout = std::chrono::milliseconds(static_cast<int64_t>(health_timeout * 1000));
+  {
+    Admission admission;
+    auto programs = ResolveAllowList(allow_programs, "--allow-program", /*directories_only=*/false);
+    if (!programs.ok()) return FailCommand("agent", programs.status());
+    if (allow_paths.empty()) allow_paths.push_back(fs::current_path().string());
+    auto paths = ResolveAllowList(allow_paths, "--allow-path", /*directories_only=*/true);
+    if (!paths.ok()) return FailCommand("agent", paths.status());
+    admission.programs = programs.value();
+    admission.paths = paths.value();
+    opt.admission = std::move(admission);
+  }
   auto identity = ResolveHostIdentity(flags, [](const char* name) { return std::getenv(name); });
   if (!identity.ok()) return FailCommand("agent", identity.status());
   if (identity->address.empty()) {
@@ -261,6 +282,11 @@ int RunAgentCommand(const std::vector<std::string>& args) {
   }
   if (!identity->learned_from.empty()) LOG_INFO("agent: identity from {}", identity->learned_from);
   opt.id = identity->id;
+  opt.admission->agent = identity->id;
+  LOG_INFO("agent {}: runs {}; job paths within {}", opt.id,
+           opt.admission->programs.empty() ? std::string("only elastrain's own trainer")
+                                           : "elastrain's trainer and " + fmt::format("{}", fmt::join(opt.admission->programs, ", ")),
+           fmt::format("{}", fmt::join(opt.admission->paths, ", ")));
   opt.host = identity->host;
   opt.address = identity->address;
   opt.slots = identity->slots;

@@ -21,6 +21,7 @@
 #include "plan/mesh_for_config.h"
 #include "train/dataset_for_config.h"
 #include "data/dataset.h"
+#include "elastic/admission.h"
 #include "elastic/agent.h"
 #include "elastic/controller.h"
 #include "jobctl/job_control.h"
@@ -209,6 +210,18 @@ int RunWorkerCommand(const std::vector<std::string>& args) {
   if (!job.ok()) {
     LOG_ERROR("{}", job.status().message());
     return kExitFailure;
+  }
+  // What its agent admits (elastic/admission.h), checked before anything runs: a refusal
+  // fails the job once, naming the agent and the key.
+  if (job->confined) {
+    auto cfg = LoadConfigText(job->config_yaml, "job config");
+    Status st = cfg.ok() ? AdmitJob(Admission{job->agent, job->allowed_programs, job->allowed_paths}, cfg.value())
+                         : cfg.status();
+    if (!st.ok()) {
+      LOG_ERROR("worker {}: {}", job->worker_id, st.message());
+      (void)ch.Send(ToJson(WorkerMessage(FatalMessage{st.message()})));
+      return kExitBadConfig;
+    }
   }
   // `elastrain launch`: this worker runs the user's program instead of the trainer.
   if (auto cfg = LoadConfigText(job->config_yaml, "job config"); cfg.ok() && !cfg->launch_program.empty()) {

@@ -461,8 +461,11 @@ Result<JobKeys> Agent::Impl::ReadJobKeys() {
 JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
   JobObserved o;
   o.spec = k.spec;
-  if (k.spec) GuardDirectory(k.spec->run_dir);  // the workers' logs go there
-  if (k.spec) run_dir_ = k.spec->run_dir;
+  // A run directory outside the directories this agent allows: not written at all.
+  Status admitted = k.spec && opt_.admission ? AdmitPath(*opt_.admission, "the run directory", k.spec->run_dir)
+                                             : Status::OK();
+  if (k.spec && admitted.ok()) GuardDirectory(k.spec->run_dir);  // the workers' logs go there
+  if (k.spec && admitted.ok()) run_dir_ = k.spec->run_dir;
   if (k.record && k.spec && k.record->job_id == k.spec->job_id) {
     o.terminal = IsTerminal(k.record->state);
   }
@@ -471,7 +474,9 @@ JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
     settings_.reset();
     settings_error_.clear();
     auto cfg = LoadConfigText(k.spec->config_yaml, "job " + k.spec->job_id + " config");
-    if (cfg.ok()) {
+    if (!admitted.ok()) {
+      settings_error_ = admitted.message();
+    } else if (cfg.ok()) {
       settings_ = AgentJobSettings{cfg->worker_heartbeat_timeout, cfg->collective_timeout,
                                    cfg->preemption_notice_seconds, cfg->threads_per_worker};
     } else {
@@ -550,7 +555,7 @@ Result<AgentEnd> Agent::Impl::Run() {
   const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   machine_ = std::make_unique<AgentMachine>(
       AgentMachineOptions{opt_.id, opt_.host, opt_.address, opt_.slots, cores, opt_.exit_when_job_ends, store_.url(),
-                          opt_.head_key ? opt_.head_key->pem() : std::string()});
+                          opt_.head_key ? opt_.head_key->pem() : std::string(), opt_.admission});
   if (auto own = CpuCgroupOf(::getpid()); own.ok()) {  // left by an agent that was killed
     const int swept = SweepStaleThrottleCgroups(kCpuCgroupRoot + (own.value() == "/" ? "" : own.value()));
     if (swept > 0) LOG_INFO("agent {}: removed {} empty throttle cgroup(s) left behind", opt_.id, swept);

@@ -87,6 +87,9 @@ struct AgentOptions {
   // record is taken as written (embedded mode's in-process store; an agent started with
   // --insecure-unsigned-jobs).
   std::shared_ptr<const VerifyKey> head_key;
+  // What this agent runs and where jobs may read and write (elastic/admission.h): set
+  // by `elastrain agent`; none (embedded `train`: the user's own job) admits anything.
+  std::optional<Admission> admission;
 };
 
 class Agent {

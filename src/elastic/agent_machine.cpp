@@ -79,6 +79,17 @@ std::string AgentMachine::Describe(const LocalWorker& w) const {
 }
 
 // threads_per_worker, or this host's cores shared among its slots.
+JobMessage AgentMachine::JobMessageFor(const std::string& worker_id) const {
+  JobMessage m{spec_.config_yaml, worker_id, opt_.host, WorkerThreads(), host_peak_flops_, opt_.head_public_key};
+  if (opt_.admission) {
+    m.confined = true;
+    m.allowed_programs = opt_.admission->programs;
+    m.allowed_paths = opt_.admission->paths;
+    m.agent = opt_.id;
+  }
+  return m;
+}
+
 int AgentMachine::WorkerThreads() const {
   const int slots = std::max(1, static_cast<int>(slots_.size()));
   return settings_.threads_per_worker > 0 ? static_cast<int>(settings_.threads_per_worker)
@@ -183,8 +194,7 @@ void AgentMachine::On(const WorkerSpawned& in, double now, Actions* out) {
   // what the first worker of this host measured, so that a replacement does not measure
   // again (0.3 s of both cores) while a recovery waits for it.
   out->push_back(
-      SendToWorker{w.rec.id, JobMessage{spec_.config_yaml, w.rec.id, opt_.host, WorkerThreads(), host_peak_flops_,
-                                          opt_.head_public_key}});
+      SendToWorker{w.rec.id, JobMessageFor(w.rec.id)});
 }
 
 void AgentMachine::On(const SpawnFailed& in, double now, Actions* out) {

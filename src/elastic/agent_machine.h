@@ -51,6 +51,7 @@
 
 #include "common/process.h"
 #include "common/status.h"
+#include "elastic/admission.h"
 #include "wire/protocol.h"
 #include "wire/worker_messages.h"
 
@@ -91,6 +92,7 @@ struct AgentMachineOptions {
   bool exit_when_job_ends = false;
   std::string store_url;           // the store's URL: a plan's rendezvous must be the job's there
   std::string head_public_key;     // PEM, handed to the workers (they verify the plan they read)
+  std::optional<Admission> admission;  // handed to the workers (elastic/admission.h); none: not confined
 };
 
 // The settings of the job that the agent needs (from its config).
@@ -262,6 +264,7 @@ class AgentMachine {
 
   std::string Describe(const LocalWorker& w) const;
   int WorkerThreads() const;
+  JobMessage JobMessageFor(const std::string& worker_id) const;
   bool AllExited() const;
   void Urgent() { dirty_ = urgent_ = true; }
 

@@ -11,7 +11,8 @@
 namespace elastrain {
 
 // Missing fields keep their defaults, as the agent and the worker always read them.
-ELASTRAIN_JSON_RECORD(JobMessage, config_yaml, worker_id, host, threads, peak_flops, head_public_key)
+ELASTRAIN_JSON_RECORD(JobMessage, config_yaml, worker_id, host, threads, peak_flops, head_public_key, confined,
+                      allowed_programs, allowed_paths, agent)
 ELASTRAIN_JSON_RECORD(AssignPeer, rank, host, pid)
 ELASTRAIN_JSON_RECORD(AssignMessage, generation, rank, world, data, fsdp, tensor, restore,
                                                 rendezvous, inject_failure, failures, job_started_at, address, members,

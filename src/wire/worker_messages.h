@@ -41,6 +41,11 @@ struct JobMessage {
   int threads = 0;           // compute threads (0: the worker's default)
   double peak_flops = 0;     // this host's SGEMM ceiling as an earlier worker measured it, FLOP/s (0: none yet)
   std::string head_public_key;  // the head's Ed25519 key (PEM) the agent verifies with; "" when unsigned
+  // What the agent admits (elastic/admission.h): when `confined`, the worker refuses a
+  // program or data path outside these (resolved) lists before it runs anything.
+  bool confined = false;
+  std::vector<std::string> allowed_programs, allowed_paths;
+  std::string agent;  // the agent's id (for the refusals' messages)
 };
 
 struct AssignPeer {

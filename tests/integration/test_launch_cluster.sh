@@ -31,6 +31,7 @@ declare -A AGENT
 for h in h1 h2; do
   head_pub_ready
   "$BIN" agent --store "$ETCD_URL" --slots 1 --id $h --host-name $h --lease-seconds 2 --head-public-key "$HEAD_PUB" \
+    --allow-program "$PY" \
     >"$WORK/$h.log" 2>&1 &
   AGENT[$h]=$!
   bg_track $!
