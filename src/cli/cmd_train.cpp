@@ -94,11 +94,7 @@ int RunEmbeddedJob(const TrainConfig& cfg) {
   auto token = EnsureRunToken(spec->run_dir);
   if (!token.ok()) return Fail(token.status());
   // The workers' logs: a link there would fail every spawn, and the agent retries a spawn.
-  const std::string logs = spec->run_dir + "/logs";
-  if (std::error_code lec; std::filesystem::is_symlink(std::filesystem::symlink_status(logs, lec)))
-    return Fail(Status::InvalidArgument(logs + ": is a symbolic link; the workers' logs go there and elastrain does "
-                                        "not follow links inside a run directory (remove the link)"));
-  if (Status st = MakeDirectories(logs); !st.ok()) return Fail(st);
+  if (Status st = MakeLogsDirectory(spec->run_dir); !st.ok()) return Fail(st);
   std::error_code ec;
   std::filesystem::remove_all(spec->run_dir + "/rendezvous", ec);  // keys of earlier runs
   JobApiOptions api_options;

@@ -158,6 +158,14 @@ Result<UniqueFd> OpenFile(const std::string& path, int flags, mode_t mode) {
   return UniqueFd(fd);
 }
 
+Status MakeLogsDirectory(const std::string& run_dir) {
+  const std::string logs = run_dir + "/logs";
+  if (std::error_code ec; fs::is_symlink(fs::symlink_status(logs, ec)))
+    return Status::InvalidArgument(logs + ": is a symbolic link; the workers' logs go there and elastrain does "
+                                          "not follow links inside a run directory (remove the link)");
+  return MakeDirectories(logs);
+}
+
 Status MakeDirectories(const std::string& path) {
   const fs::path p = Normal(path);
   std::vector<std::string> rest;

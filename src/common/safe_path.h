@@ -70,4 +70,8 @@ Result<UniqueFd> OpenFile(const std::string& path, int flags, mode_t mode = 0600
 // mkdir -p, refusing links below a guarded directory.
 Status MakeDirectories(const std::string& path);
 
+// `<run_dir>/logs`, made if missing: the workers' logs go there. A link there fails every
+// worker's spawn (which an agent would retry for ever): InvalidArgument naming it.
+Status MakeLogsDirectory(const std::string& run_dir);
+
 }  // namespace elastrain

@@ -245,6 +245,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     return record_;
   };
   if (Status opened = events_.Open(spec_.run_dir + "/events.jsonl"); !opened.ok()) return fail_job(opened);
+  if (Status logs = MakeLogsDirectory(spec_.run_dir); !logs.ok()) return fail_job(logs);
   auto cfg = LoadConfigText(spec_.config_yaml, "job " + spec_.job_id + " config");
   if (!cfg.ok()) return fail_job(cfg.status());
   const RendezvousAddress rendezvous = RendezvousForJob(spec_, store_->url());

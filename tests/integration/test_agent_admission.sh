@@ -71,8 +71,18 @@ wait_until 30 grep -q "refuses the run directory=$WORK/elsewhere/outside" "$WORK
   fail "run directory: $(tail -3 "$WORK/h1.log")"
 wait_until 60 ended_with "." && pass "that job failed (nobody took it): $("$BIN" status --head "$HEAD" --json | "$JQ" reason | cut -c1-160)" ||
   fail "the outside job: $("$BIN" status --head "$HEAD" --json 2>&1 | cut -c1-300)"
-# (The head writes its controller.log and events.jsonl there: it runs what its token's
+# (The head writes its controller.log and events.jsonl there, and makes logs/: it runs what its token's
 # holders submit, as its own user; docs/security.md.)
-[ ! -e "$WORK/elsewhere/outside/logs" ] && pass "the agent wrote nothing there (no logs/): $(ls "$WORK/elsewhere/outside" 2>/dev/null | xargs)" ||
+[ -z "$(ls -A "$WORK/elsewhere/outside/logs" 2>/dev/null)" ] && pass "the agent wrote nothing there (no worker log): $(ls "$WORK/elsewhere/outside" 2>/dev/null | xargs)" ||
   fail "the agent wrote in the refused run directory: $(find "$WORK/elsewhere" | head -5)"
+
+# 4. (Issue 33's smaller findings) <run>/logs planted as a link: the head fails the job,
+# naming it, instead of agents retrying the spawn for ever.
+mkdir -p "$WORK/runs/linked" "$WORK/planted"
+ln -s "$WORK/planted" "$WORK/runs/linked/logs"
+submit linked
+wait_until 60 ended_with "runs/linked/logs: is a symbolic link" &&
+  pass "a linked logs/ fails the job: $("$BIN" status --head "$HEAD" --json | "$JQ" reason | cut -c1-160)" ||
+  fail "linked logs: $("$BIN" status --head "$HEAD" --json 2>&1 | cut -c1-300)"
+[ -z "$(ls -A "$WORK/planted")" ] && pass "nothing written through the link" || fail "written through the link: $(ls "$WORK/planted")"
 finish
