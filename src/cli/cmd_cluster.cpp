@@ -140,7 +140,13 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   Result<std::shared_ptr<Store>> store = MakeSigningStore(opened.value(), signing_key.value(), keys::HeadSigned);
   api_options.token = token.value();
   api_options.token_file = token_file;
-  JobApiServer api(store.value(), api_options);
+  // The head runs only a job spec it signed itself (its API wrote it), never one put in
+  // the store by anyone else; its API shows none but its own spec and plan either.
+  auto own_key = VerifyKey::FromPem(signing_key.value()->public_key_pem(), signing_key_file + ".pub");
+  if (!own_key.ok()) return FailCommand("head", own_key.status());
+  JobApiServer api(MakeVerifyingStore(store.value(), own_key.value(),
+                                      [](const std::string& k) { return k == keys::JobSpec() || k == keys::JobPlan(); }),
+                   api_options);
   auto url = api.Start(host, port);
   if (!url.ok()) return FailCommand("head", url.status());
   // The CLI sends this token only to the URL recorded beside it (cli/api_client.h).
@@ -165,10 +171,6 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   std::fflush(stdout);
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
   ControllerOptions controller_opt;
-  // The head runs only a job spec it signed itself (its API wrote it), never one put in
-  // the store by anyone else.
-  auto own_key = VerifyKey::FromPem(signing_key.value()->public_key_pem(), signing_key_file + ".pub");
-  if (!own_key.ok()) return FailCommand("head", own_key.status());
   controller_opt.spec_key = own_key.value();
   Controller controller(store.value(), controller_opt);
   while (!g_stop) {

@@ -21,6 +21,9 @@ Result<JobSpec> SubmitJob(Store& store, TrainConfig cfg) {
   auto current = ReadRecord<JobRecord>(store, keys::JobRecord());
   auto spec_now = ReadRecord<JobSpec>(store, keys::JobSpec());
   if (!current.ok()) return current.status();
+  // A spec the head refuses (FailedPrecondition: not its signature, store/signed_records.h)
+  // is no job: the new spec replaces it.
+  if (!spec_now.ok() && spec_now.status().code() == StatusCode::kFailedPrecondition) spec_now = std::optional<JobSpec>();
   if (!spec_now.ok()) return spec_now.status();
   if (current.value() && spec_now.value() && current.value()->job_id == spec_now.value()->job_id) {
     if (!IsTerminal(current.value()->state))

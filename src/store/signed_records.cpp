@@ -328,7 +328,52 @@ class SigningStore : public Store {
   double last_at_ = 0;
 };
 
+class VerifyingStore : public Store {
+ public:
+  VerifyingStore(std::shared_ptr<Store> inner, std::shared_ptr<const VerifyKey> key,
+                 std::function<bool(const std::string&)> checked)
+      : inner_(std::move(inner)), key_(std::move(key)), checked_(std::move(checked)) {}
+  std::string url() const override { return inner_->url(); }
+  Result<std::optional<KeyValue>> Get(const std::string& key) override {
+    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<KeyValue> kv, inner_->Get(key));
+    if (kv && checked_(key)) {
+      auto at = VerifyRecord(*key_, key, kv->value);
+      if (!at.ok())
+        return Status::FailedPrecondition(at.status().message() +
+                                          " -- not written by this head (forged into the store?): refused");
+    }
+    return kv;
+  }
+  Result<std::vector<KeyValue>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Result<int64_t> Put(const std::string& key, const std::string& value, LeaseId lease) override {
+    return inner_->Put(key, value, lease);
+  }
+  Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
+                              LeaseId lease) override {
+    return inner_->CompareAndSwap(key, expected, value, lease);
+  }
+  Status Delete(const std::string& key) override { return inner_->Delete(key); }
+  Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }
+  Result<LeaseId> GrantLease(std::chrono::milliseconds ttl) override { return inner_->GrantLease(ttl); }
+  Status KeepAlive(LeaseId lease) override { return inner_->KeepAlive(lease); }
+  Status RevokeLease(LeaseId lease) override { return inner_->RevokeLease(lease); }
+  Result<int64_t> Revision() override { return inner_->Revision(); }
+  Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) override {
+    return inner_->WaitForChange(after, timeout);
+  }
+
+ private:
+  std::shared_ptr<Store> inner_;
+  std::shared_ptr<const VerifyKey> key_;
+  std::function<bool(const std::string&)> checked_;
+};
+
 }  // namespace
+
+std::shared_ptr<Store> MakeVerifyingStore(std::shared_ptr<Store> inner, std::shared_ptr<const VerifyKey> key,
+                                          std::function<bool(const std::string&)> checked) {
+  return std::make_shared<VerifyingStore>(std::move(inner), std::move(key), std::move(checked));
+}
 
 std::shared_ptr<Store> MakeSigningStore(std::shared_ptr<Store> inner, std::shared_ptr<const SigningKey> key,
                                         std::function<bool(const std::string&)> signed_key) {

@@ -95,4 +95,10 @@ class SignedReader {
 std::shared_ptr<Store> MakeSigningStore(std::shared_ptr<Store> inner, std::shared_ptr<const SigningKey> key,
                                         std::function<bool(const std::string&)> signed_key);
 
+// A Store whose reads (Get) of the keys `checked` picks verify the head's signature:
+// FailedPrecondition naming the key and why when it fails (what the head's API reads:
+// a spec or plan forged into the store is reported as such, never shown as the job's).
+std::shared_ptr<Store> MakeVerifyingStore(std::shared_ptr<Store> inner, std::shared_ptr<const VerifyKey> key,
+                                          std::function<bool(const std::string&)> checked);
+
 }  // namespace elastrain

@@ -108,7 +108,11 @@ etcd_put elastrain/job/plan "$current"
 etcd_put elastrain/job/spec "$(evil_spec "$(api status --json | "$JQ" job_id)")"
 mid() { [ "$(grep -c "refused elastrain/job/spec" "$WORK/h1.log")" -ge 2 ]; }
 wait_until 30 mid && pass "a forged spec mid-job is refused too" || fail "mid-job spec: $(tail -2 "$WORK/h1.log")"
-# (status reads the spec in the store, the forged one now: the run's own files tell.)
+# The head's status does not show the forged spec as the job: it says it refuses it.
+out=$(api status 2>&1 || true)
+grep -q "elastrain/job/spec: .*not written by this head.*refused" <<<"$out" && ! grep -q "evil" <<<"$out" &&
+  pass "status refuses the forged spec: $(cut -c1-160 <<<"$out")" || fail "status with a forged spec: ${out:0:300}"
+# (So the run's own files tell how the job goes on.)
 done_ok() { [ "$(ev "$run" job_state to | tail -1)" = SUCCEEDED ]; }
 wait_until 300 done_ok && [ "$(last_step "$run")" -eq 400 ] && pass "the job SUCCEEDED, all 400 steps" \
   || fail "job: step $(last_step "$run"), $(grep job_state "$run/events.jsonl" | tail -1)"
