@@ -65,6 +65,7 @@ measure() {
     ours=($!)
     wait_for 30 test -s "$HOME/.elastrain/head_signing_key.pub"
     "$bin" agent --store "$ETCD_URL" --slots "$n" --id a1 --head-public-key "$HOME/.elastrain/head_signing_key.pub" \
+      --allow-path "$WORK" \
       >"$run.agent" 2>&1 &
     ours+=($!)
     PIDS+=("${ours[@]}")
