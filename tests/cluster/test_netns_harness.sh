@@ -141,6 +141,7 @@ hold() {
   host_shape h1 --delay 5
   host_bg h1 "$WORK/sleep.log" sleep 600
   record "$(ip netns pids "$NET_SW") $BG_PID"
+  echo "$WORK" >"$NETNS_STATE.work"  # a SIGKILL runs no trap: the parent removes it
   touch "$NETNS_STATE.ready"
   while :; do sleep 0.05; done
 }
@@ -220,6 +221,9 @@ child_wait "$CHILD"
 [ -n "$(left_behind hold "$CHILD")" ] || fail "SIGKILL: expected leftovers to clean"
 _net_reap_stale
 check_clean hold "$CHILD" "after SIGKILL and the next net_setup's sweep"
+# Its work directory too (lib.sh's EXIT trap did not run): only one of lib.sh's making.
+hold_work=$(cat "$WORK/hold.state.work" 2>/dev/null || true)
+case "$hold_work" in /tmp/elastrain_it.*) rm -rf "$hold_work" ;; esac
 
 child_wait "$SCENARIO"
 sed 's/^/    /' "$WORK/scenario.out"
