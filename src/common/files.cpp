@@ -3,6 +3,7 @@
 #include "common/safe_path.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -118,6 +119,29 @@ std::string HexU64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+Result<bool> CreateFileExclusive(const std::string& path, const std::string& text, unsigned mode,
+                                 const std::string& what) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return Status::IOError("cannot create " + what + " " + tmp + ": " + std::strerror(errno));
+  const bool ok = ::fchmod(fd, mode) == 0 &&  // the umask may have taken bits away
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int write_errno = errno;
+  ::close(fd);  // closed before the link
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return Status::IOError("cannot write " + what + " " + tmp + ": " + std::strerror(write_errno));
+  }
+  // link() never replaces: whoever links first wins, and a link planted at `path` makes
+  // it fail (EEXIST) rather than be followed.
+  const int linked = ::link(tmp.c_str(), path.c_str());
+  const int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (linked == 0) return true;
+  if (link_errno == EEXIST) return false;
+  return Status::IOError("cannot create " + what + " " + path + ": " + std::strerror(link_errno));
 }
 
 }  // namespace elastrain

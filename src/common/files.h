@@ -14,6 +14,12 @@ Result<std::string> ReadFile(const std::string& path);
 // Writes `data` to `path` so that a reader sees either the old file or the whole new
 // one: write `path.tmp.<pid>`, fsync it, rename onto `path`, fsync the directory.
 Status WriteFileAtomic(const std::string& path, const std::string& data);
+// Creates `path` holding `text` with exactly `mode` (whatever the umask), never replacing
+// a file and never through a link: written to `path.tmp.<pid>` (O_EXCL | O_NOFOLLOW),
+// fsynced, then link(2)ed into place. True when made; false when something (a file, a
+// link) is already at `path` (another writer won the race); an error naming `what`.
+Result<bool> CreateFileExclusive(const std::string& path, const std::string& text, unsigned mode,
+                                 const std::string& what);
 // Creates `path` and its parents (like mkdir -p).
 Status MakeDirs(const std::string& path);
 bool FileExists(const std::string& path);

@@ -172,6 +172,7 @@ class Agent::Impl {
   std::string settings_job_;             // the job whose config settings_ holds
   std::optional<AgentJobSettings> settings_;
   std::string settings_error_;
+  bool run_dir_admitted_ = false;          // settings_job_'s run directory is within --allow-path
   std::optional<AgentEnd> end_;
   std::string last_store_error_;
   WorkerThrottles throttles_;  // chaos slow; destroyed (undone) with the agent on every path
@@ -461,11 +462,6 @@ Result<JobKeys> Agent::Impl::ReadJobKeys() {
 JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
   JobObserved o;
   o.spec = k.spec;
-  // A run directory outside the directories this agent allows: not written at all.
-  Status admitted = k.spec && opt_.admission ? AdmitPath(*opt_.admission, "the run directory", k.spec->run_dir)
-                                             : Status::OK();
-  if (k.spec && admitted.ok()) GuardDirectory(k.spec->run_dir);  // the workers' logs go there
-  if (k.spec && admitted.ok()) run_dir_ = k.spec->run_dir;
   if (k.record && k.spec && k.record->job_id == k.spec->job_id) {
     o.terminal = IsTerminal(k.record->state);
   }
@@ -474,6 +470,10 @@ JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
     settings_.reset();
     settings_error_.clear();
     auto cfg = LoadConfigText(k.spec->config_yaml, "job " + k.spec->job_id + " config");
+    // A run directory outside the directories this agent allows: not written at all.
+    const Status admitted =
+        opt_.admission ? AdmitPath(*opt_.admission, "the run directory", k.spec->run_dir) : Status::OK();
+    run_dir_admitted_ = admitted.ok();
     if (!admitted.ok()) {
       settings_error_ = admitted.message();
     } else if (cfg.ok()) {
@@ -482,6 +482,10 @@ JobObserved Agent::Impl::ObserveJob(const JobKeys& k) {
     } else {
       settings_error_ = cfg.status().message();
     }
+  }
+  if (k.spec && run_dir_admitted_) {
+    GuardDirectory(k.spec->run_dir);  // the workers' logs go there
+    run_dir_ = k.spec->run_dir;
   }
   o.settings = settings_;
   o.error = settings_error_;

@@ -80,7 +80,13 @@ std::string AgentMachine::Describe(const LocalWorker& w) const {
 
 // threads_per_worker, or this host's cores shared among its slots.
 JobMessage AgentMachine::JobMessageFor(const std::string& worker_id) const {
-  JobMessage m{spec_.config_yaml, worker_id, opt_.host, WorkerThreads(), host_peak_flops_, opt_.head_public_key};
+  JobMessage m;
+  m.config_yaml = spec_.config_yaml;
+  m.worker_id = worker_id;
+  m.host = opt_.host;
+  m.threads = WorkerThreads();
+  m.peak_flops = host_peak_flops_;
+  m.head_public_key = opt_.head_public_key;
   if (opt_.admission) {
     m.confined = true;
     m.allowed_programs = opt_.admission->programs;

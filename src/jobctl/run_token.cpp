@@ -123,29 +123,9 @@ Result<std::string> EnsureTokenFile(const std::string& path) {
   auto existing = ReadTokenFile(path);
   if (existing.ok() || existing.status().code() != StatusCode::kNotFound) return existing;
   const std::string token = RandomHex(kTokenBytes);
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  UniqueFd f(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kTokenMode));
-  if (f.get() < 0)
-    return Status::IOError(fmt::format("cannot create the API token file {}: {}", tmp, std::strerror(errno)));
-  const std::string line = token + "\n";
-  const bool written = fchmod(f.get(), kTokenMode) == 0 &&  // the umask may have taken bits away
-                       write(f.get(), line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                       fsync(f.get()) == 0;
-  const int write_errno = errno;
-  f = UniqueFd();  // closed before the link
-  if (!written) {
-    unlink(tmp.c_str());
-    return Status::IOError(fmt::format("cannot write the API token file {}: {}", tmp, std::strerror(write_errno)));
-  }
-  // link() never replaces: whoever links first wins, and a symlink planted at `path`
-  // makes it fail (EEXIST) rather than be followed.
-  const int linked = link(tmp.c_str(), path.c_str());
-  const int link_errno = errno;
-  unlink(tmp.c_str());
-  if (linked != 0) {
-    if (link_errno == EEXIST) return ReadTokenFile(path);
-    return Status::IOError(fmt::format("cannot create the API token file {}: {}", path, std::strerror(link_errno)));
-  }
+  // Another process may win the race (or a link be planted): then its file is read.
+  ELASTRAIN_ASSIGN_OR_RETURN(bool made, CreateFileExclusive(path, token + "\n", kTokenMode, "the API token file"));
+  if (!made) return ReadTokenFile(path);
   return token;
 }
 

@@ -94,26 +94,6 @@ std::string PublicPem(EVP_PKEY* pkey) {
   return pem;
 }
 
-// Writes `text` to a new file at `path` (never replacing one, never through a link).
-Status CreateFile(const std::string& path, const std::string& text, mode_t mode, const char* what) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  UniqueFd f(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
-  if (f.get() < 0) return Status::IOError(fmt::format("cannot create {} {}: {}", what, tmp, std::strerror(errno)));
-  const bool ok = fchmod(f.get(), mode) == 0 && write(f.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                  fsync(f.get()) == 0;
-  const int e = errno;
-  f = UniqueFd();
-  if (!ok) {
-    unlink(tmp.c_str());
-    return Status::IOError(fmt::format("cannot write {} {}: {}", what, tmp, std::strerror(e)));
-  }
-  const int linked = link(tmp.c_str(), path.c_str());
-  const int link_errno = errno;
-  unlink(tmp.c_str());
-  if (linked != 0)
-    return Status::IOError(fmt::format("cannot create {} {}: {}", what, path, std::strerror(link_errno)));
-  return Status::OK();
-}
 
 }  // namespace
 
@@ -166,10 +146,8 @@ Result<std::shared_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& 
     }
     BIO_free(bio);
     if (pem.empty()) return Status::Internal("cannot encode the new signing key (OpenSSL)");
-    if (Status st = CreateFile(path, pem, 0600, "the head's signing key"); !st.ok()) {
-      if (ReadKeyFile(path, "").ok()) return LoadOrCreate(path);  // another head made it first
-      return st;
-    }
+    ELASTRAIN_ASSIGN_OR_RETURN(bool created, CreateFileExclusive(path, pem, 0600, "the head's signing key"));
+    if (!created) return LoadOrCreate(path);  // another head made it first (or a link is there: refused then)
   }
   k->public_pem_ = PublicPem(P(k->pkey_));
   if (k->public_pem_.empty()) return Status::Internal("cannot encode the signing key's public half (OpenSSL)");
@@ -180,7 +158,8 @@ Result<std::shared_ptr<SigningKey>> SigningKey::LoadOrCreate(const std::string& 
   auto existing = ReadKeyFile(pub, "the head's public key");
   if (!existing.ok() || *existing != k->public_pem_) {
     if (existing.ok() || existing.status().code() != StatusCode::kNotFound) unlink(pub.c_str());
-    ELASTRAIN_RETURN_IF_ERROR(CreateFile(pub, k->public_pem_, 0644, "the head's public key"));
+    ELASTRAIN_ASSIGN_OR_RETURN(bool made, CreateFileExclusive(pub, k->public_pem_, 0644, "the head's public key"));
+    if (!made) return Status::IOError("cannot create the head's public key " + pub + ": something else is there");
   }
   return k;
 }
@@ -280,31 +259,19 @@ bool SignedReader::Accept(const std::string& store_key, const std::string& value
 // ---------------------------------------------------------------- the head's store
 namespace {
 
-class SigningStore : public Store {
+class SigningStore : public ForwardingStore {
  public:
   SigningStore(std::shared_ptr<Store> inner, std::shared_ptr<const SigningKey> key,
                std::function<bool(const std::string&)> signed_key)
-      : inner_(std::move(inner)), key_(std::move(key)), signed_key_(std::move(signed_key)) {}
-  std::string url() const override { return inner_->url(); }
-  Result<std::optional<KeyValue>> Get(const std::string& key) override { return inner_->Get(key); }
-  Result<std::vector<KeyValue>> List(const std::string& prefix) override { return inner_->List(prefix); }
+      : ForwardingStore(std::move(inner)), key_(std::move(key)), signed_key_(std::move(signed_key)) {}
   Result<int64_t> Put(const std::string& key, const std::string& value, LeaseId lease) override {
     ELASTRAIN_ASSIGN_OR_RETURN(std::string v, Signed(key, value));
-    return inner_->Put(key, v, lease);
+    return inner().Put(key, v, lease);
   }
   Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
                               LeaseId lease) override {
     ELASTRAIN_ASSIGN_OR_RETURN(std::string v, Signed(key, value));
-    return inner_->CompareAndSwap(key, expected, v, lease);
-  }
-  Status Delete(const std::string& key) override { return inner_->Delete(key); }
-  Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }
-  Result<LeaseId> GrantLease(std::chrono::milliseconds ttl) override { return inner_->GrantLease(ttl); }
-  Status KeepAlive(LeaseId lease) override { return inner_->KeepAlive(lease); }
-  Status RevokeLease(LeaseId lease) override { return inner_->RevokeLease(lease); }
-  Result<int64_t> Revision() override { return inner_->Revision(); }
-  Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) override {
-    return inner_->WaitForChange(after, timeout);
+    return inner().CompareAndSwap(key, expected, v, lease);
   }
 
  private:
@@ -321,21 +288,19 @@ class SigningStore : public Store {
     return SignRecord(*key_, key, value, at);
   }
 
-  std::shared_ptr<Store> inner_;
   std::shared_ptr<const SigningKey> key_;
   std::function<bool(const std::string&)> signed_key_;
   std::mutex mu_;
   double last_at_ = 0;
 };
 
-class VerifyingStore : public Store {
+class VerifyingStore : public ForwardingStore {
  public:
   VerifyingStore(std::shared_ptr<Store> inner, std::shared_ptr<const VerifyKey> key,
                  std::function<bool(const std::string&)> checked)
-      : inner_(std::move(inner)), key_(std::move(key)), checked_(std::move(checked)) {}
-  std::string url() const override { return inner_->url(); }
+      : ForwardingStore(std::move(inner)), key_(std::move(key)), checked_(std::move(checked)) {}
   Result<std::optional<KeyValue>> Get(const std::string& key) override {
-    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<KeyValue> kv, inner_->Get(key));
+    ELASTRAIN_ASSIGN_OR_RETURN(std::optional<KeyValue> kv, inner().Get(key));
     if (kv && checked_(key)) {
       auto at = VerifyRecord(*key_, key, kv->value);
       if (!at.ok())
@@ -344,26 +309,8 @@ class VerifyingStore : public Store {
     }
     return kv;
   }
-  Result<std::vector<KeyValue>> List(const std::string& prefix) override { return inner_->List(prefix); }
-  Result<int64_t> Put(const std::string& key, const std::string& value, LeaseId lease) override {
-    return inner_->Put(key, value, lease);
-  }
-  Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
-                              LeaseId lease) override {
-    return inner_->CompareAndSwap(key, expected, value, lease);
-  }
-  Status Delete(const std::string& key) override { return inner_->Delete(key); }
-  Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }
-  Result<LeaseId> GrantLease(std::chrono::milliseconds ttl) override { return inner_->GrantLease(ttl); }
-  Status KeepAlive(LeaseId lease) override { return inner_->KeepAlive(lease); }
-  Status RevokeLease(LeaseId lease) override { return inner_->RevokeLease(lease); }
-  Result<int64_t> Revision() override { return inner_->Revision(); }
-  Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) override {
-    return inner_->WaitForChange(after, timeout);
-  }
 
  private:
-  std::shared_ptr<Store> inner_;
   std::shared_ptr<const VerifyKey> key_;
   std::function<bool(const std::string&)> checked_;
 };

@@ -122,6 +122,38 @@ class Store {
   virtual Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) = 0;
 };
 
+// A Store that hands every call to `inner`: the base of decorators, which override only
+// what they change (store/signed_records.h signs and verifies; tests count).
+class ForwardingStore : public Store {
+ public:
+  explicit ForwardingStore(std::shared_ptr<Store> inner) : inner_(std::move(inner)) {}
+  std::string url() const override { return inner_->url(); }
+  Result<std::optional<KeyValue>> Get(const std::string& key) override { return inner_->Get(key); }
+  Result<std::vector<KeyValue>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  Result<int64_t> Put(const std::string& key, const std::string& value, LeaseId lease = 0) override {
+    return inner_->Put(key, value, lease);
+  }
+  Result<bool> CompareAndSwap(const std::string& key, int64_t expected_mod_revision, const std::string& value,
+                              LeaseId lease = 0) override {
+    return inner_->CompareAndSwap(key, expected_mod_revision, value, lease);
+  }
+  Status Delete(const std::string& key) override { return inner_->Delete(key); }
+  Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }
+  Result<LeaseId> GrantLease(std::chrono::milliseconds ttl) override { return inner_->GrantLease(ttl); }
+  Status KeepAlive(LeaseId lease) override { return inner_->KeepAlive(lease); }
+  Status RevokeLease(LeaseId lease) override { return inner_->RevokeLease(lease); }
+  Result<int64_t> Revision() override { return inner_->Revision(); }
+  Result<int64_t> WaitForChange(int64_t after, std::chrono::milliseconds timeout) override {
+    return inner_->WaitForChange(after, timeout);
+  }
+
+ protected:
+  Store& inner() { return *inner_; }
+
+ private:
+  std::shared_ptr<Store> inner_;
+};
+
 // "memory://" (a fresh, empty in-process store), "etcd://HOST:PORT" or "etcds://HOST:PORT"
 // (connects, authenticates when opt.user is set, and checks that etcd answers within the
 // request timeout). Errors name the URL and what was expected: a refused certificate, a

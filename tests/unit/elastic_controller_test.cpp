@@ -25,36 +25,21 @@ using std::chrono::milliseconds;
 
 // A memory store that counts the job record's puts and the waits, and how many of the
 // waits a change (rather than the timeout) ended.
-class CountingStore : public Store {
+class CountingStore : public ForwardingStore {
  public:
-  std::string url() const override { return inner_->url(); }
-  Result<std::optional<KeyValue>> Get(const std::string& key) override { return inner_->Get(key); }
-  Result<std::vector<KeyValue>> List(const std::string& prefix) override { return inner_->List(prefix); }
+  CountingStore() : ForwardingStore(MakeMemoryStore()) {}
   Result<int64_t> Put(const std::string& key, const std::string& value, LeaseId lease) override {
     if (key == keys::JobRecord()) ++record_puts;
-    return inner_->Put(key, value, lease);
+    return ForwardingStore::Put(key, value, lease);
   }
-  Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
-                              LeaseId lease) override {
-    return inner_->CompareAndSwap(key, expected, value, lease);
-  }
-  Status Delete(const std::string& key) override { return inner_->Delete(key); }
-  Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }
-  Result<LeaseId> GrantLease(milliseconds ttl) override { return inner_->GrantLease(ttl); }
-  Status KeepAlive(LeaseId lease) override { return inner_->KeepAlive(lease); }
-  Status RevokeLease(LeaseId lease) override { return inner_->RevokeLease(lease); }
-  Result<int64_t> Revision() override { return inner_->Revision(); }
   Result<int64_t> WaitForChange(int64_t after, milliseconds timeout) override {
-    auto r = inner_->WaitForChange(after, timeout);
+    auto r = ForwardingStore::WaitForChange(after, timeout);
     if (r.ok() && r.value() > after) ++waits_woken;
     ++waits;
     return r;
   }
 
   std::atomic<int> record_puts{0}, waits{0}, waits_woken{0};
-
- private:
-  std::shared_ptr<Store> inner_ = MakeMemoryStore();
 };
 
 std::optional<JobRecord> RecordIn(Store& store) {
