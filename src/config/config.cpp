@@ -217,7 +217,11 @@ Status ResolveModel(TrainConfig* c) {
   }
   for (const ShapeKey& k : kShapeKeys)
     if (given.*k.field > 0) m.*k.field = given.*k.field;
-  if (c->decoder_block) m.family = *c->decoder_block;
+  if (c->decoder_block && *c->decoder_block != m.family) {
+    m.family = *c->decoder_block;
+    m.mlp_activation = m.family == ModelFamily::kGpt2 ? MlpActivation::kGelu : MlpActivation::kSwiGlu;
+    m.tie_embeddings = m.family == ModelFamily::kGpt2;
+  }
 
   const int64_t T = c->max_target_length > 0 ? c->max_target_length : std::min<int64_t>(m.max_seq_len, 128);
   if (custom) {

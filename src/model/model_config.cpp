@@ -13,6 +13,41 @@ Result<ModelFamily> ParseFamily(const std::string& s) {
   return Status::InvalidArgument(ChoiceRefusal(kModelFamilyChoices, "decoder_block=" + s) + kDecoderBlockHint);
 }
 
+namespace {
+// The model-defining settings the transformer does not implement (yet) for the family:
+// refused by their MaxText key and value, never trained as something else.
+Status CheckImplemented(const ModelConfig& m) {
+  const bool llama = m.family == ModelFamily::kLlama;
+  auto refuse = [&](const std::string& what, const std::string& supported) {
+    return Status::InvalidArgument(fmt::format("{}: not implemented for decoder_block={} (elastrain supports {})", what,
+                                               FamilyName(m.family), supported));
+  };
+  if (llama && m.mlp_activation != MlpActivation::kSwiGlu)
+    return refuse(m.mlp_activation == MlpActivation::kGeGlu ? "mlp_activations=[gelu, linear]" : "mlp_activations=[gelu]",
+                  "[silu, linear]");
+  if (!llama && m.mlp_activation != MlpActivation::kGelu)
+    return refuse(m.mlp_activation == MlpActivation::kSwiGlu ? "mlp_activations=[silu, linear]"
+                                                             : "mlp_activations=[gelu, linear]",
+                  "[gelu]");
+  if (llama && m.tie_embeddings) return refuse("logits_via_embedding=true", "false");
+  if (!llama && !m.tie_embeddings) return refuse("logits_via_embedding=false", "true: gpt2/gpt3 tie the output head");
+  if (m.normalize_embedding_logits) return refuse("normalize_embedding_logits=true", "false");
+  if (m.embedding_scale != 1.0) return refuse(fmt::format("embedding scale {}", m.embedding_scale), "1");
+  if (m.rope_scaling != RopeScaling::kNone) return refuse("rope_type=llama3.1", "default");
+  if (m.attention_bias) return refuse("attention_bias=true", "false");
+  if (m.qk_norm) return refuse("use_qk_norm=true", "false");
+  if (m.sliding_window != 0 || m.attention_layout != AttentionLayout::kGlobal)
+    return refuse(fmt::format("sliding_window_size={}", m.sliding_window), "0: global attention");
+  if (m.attn_logits_soft_cap != 0.0) return refuse(fmt::format("attn_logits_soft_cap={}", m.attn_logits_soft_cap), "0.0");
+  if (m.final_logits_soft_cap != 0.0)
+    return refuse(fmt::format("final_logits_soft_cap={}", m.final_logits_soft_cap), "0.0");
+  if (m.post_attn_norm) return refuse("use_post_attn_norm=true", "false");
+  if (m.post_ffw_norm) return refuse("use_post_ffw_norm=true", "false");
+  if (m.z_loss != 0.0) return refuse(fmt::format("z_loss_multiplier={}", m.z_loss), "0.0");
+  return Status::OK();
+}
+}  // namespace
+
 Status ModelConfig::Validate() const {
   auto positive = [](const char* key, int64_t v, int64_t max) -> Status {
     if (v <= 0) return Status::InvalidArgument(fmt::format("{}={}: expected a positive integer", key, v));
@@ -44,6 +79,7 @@ Status ModelConfig::Validate() const {
           "head_dim must divide base_emb_dim",
           head_dim, num_heads, head_dim, emb_dim));
   }
+  ELASTRAIN_RETURN_IF_ERROR(CheckImplemented(*this));
   if (family == ModelFamily::kLlama && head_dim % 2 != 0)
     return Status::InvalidArgument(fmt::format("head_dim={}: RoPE rotates pairs, expected an even head_dim", head_dim));
   ELASTRAIN_ASSIGN_OR_RETURN(const ParamLayout layout, BuildParamLayoutChecked(*this));
@@ -72,7 +108,9 @@ ModelConfig Make(std::string name, ModelFamily fam, int64_t V, int64_t C, int64_
   m.mlp_dim = F;
   m.max_seq_len = T;
   m.rope_theta = theta;
-  m.norm_eps = fam == ModelFamily::kGpt2 ? 1e-5 : 1e-5;
+  m.norm_eps = 1e-5;
+  m.mlp_activation = fam == ModelFamily::kGpt2 ? MlpActivation::kGelu : MlpActivation::kSwiGlu;
+  m.tie_embeddings = fam == ModelFamily::kGpt2;
   return m;
 }
 

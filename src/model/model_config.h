@@ -48,6 +48,18 @@ inline constexpr int64_t kMaxMlpDim = int64_t{1} << 20;      // base_mlp_dim <= 
 inline constexpr int64_t kMaxSeqLen = int64_t{1} << 20;      // max_target_length <= 1,048,576
 inline constexpr int64_t kMaxModelParams = int64_t{1} << 50;  // 16 bytes each (params, grads, m, v) < 2^54
 
+// MaxText's mlp_activations: ["silu","linear"] is SwiGLU, ["gelu","linear"] GeGLU (gemma),
+// ["gelu"] a plain GELU MLP (gpt3). GELU is the tanh approximation (jax.nn.gelu's default).
+enum class MlpActivation { kSwiGlu, kGeGlu, kGelu };
+// MaxText's RoPE variants: default (theta = rope_max_timescale), llama3.1 (the frequency
+// scaling of LLaMARotaryEmbedding with rope_use_scale: factor 8, low/high frequency
+// factors 1 and 4, original context 8192).
+enum class RopeScaling { kNone, kLlama31 };
+// Which layers attend within a sliding window of sliding_window tokens: none, all of them
+// (mistral with sliding_window_size set), or even layers local and odd layers global
+// (gemma2, whose MaxText layer is a [local, global] pair: num_layers counts real layers).
+enum class AttentionLayout { kGlobal, kAllLocal, kAlternating };
+
 struct ModelConfig {
   std::string name = "default";
   ModelFamily family = ModelFamily::kLlama;
@@ -59,8 +71,26 @@ struct ModelConfig {
   int64_t head_dim = 0;     // hd; Hq*hd need not equal C for llama (it does for gpt2)
   int64_t mlp_dim = 0;      // F (base_mlp_dim)
   int64_t max_seq_len = 0;  // learned positions for gpt2; the longest T for both
-  double norm_eps = 1e-5;
-  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;     // normalization_layer_epsilon
+  double rope_theta = 10000.0;  // rope_max_timescale
+
+  // MaxText's model-defining keys beyond the shapes (docs/maxtext.md). The defaults are
+  // the two families' plain forms; Validate refuses what the transformer does not
+  // implement yet, naming the MaxText key.
+  MlpActivation mlp_activation = MlpActivation::kSwiGlu;  // mlp_activations (gpt2 family: kGelu)
+  bool tie_embeddings = false;          // logits_via_embedding (the gpt2 family: always)
+  bool normalize_embedding_logits = false;  // tied logits divided by sqrt(emb_dim)
+  double embedding_scale = 1.0;         // token embeddings times this (gemma: sqrt(emb_dim))
+  RopeScaling rope_scaling = RopeScaling::kNone;
+  bool attention_bias = false;          // attention_bias: biases of q, k, v (qwen2.5)
+  bool qk_norm = false;                 // use_qk_norm: RMSNorm of q and k per head (qwen3)
+  int64_t sliding_window = 0;           // sliding_window_size (0: none)
+  AttentionLayout attention_layout = AttentionLayout::kGlobal;
+  double attn_logits_soft_cap = 0.0;    // cap*tanh(s/cap) of attention scores (0: none)
+  double final_logits_soft_cap = 0.0;   // the same of the output logits
+  bool post_attn_norm = false;          // use_post_attn_norm (gemma2): a norm of the block's output
+  bool post_ffw_norm = false;           // use_post_ffw_norm
+  double z_loss = 0.0;                  // z_loss_multiplier: + z * logsumexp(logits)^2 per token
 
   // Returns a clear error naming the key (MaxText name) and value when a shape is out
   // of its range (above) or shapes are inconsistent, e.g. "base_num_query_heads=6 is not
