@@ -15,6 +15,7 @@
 #include "config/config_keys.h"
 #include "config/config_validate.h"
 #include "config/maxtext_format.h"
+#include "config/model_keys.h"
 
 namespace elastrain {
 
@@ -36,16 +37,19 @@ struct Source {
 
 std::string Prefix(const Source& src) { return src.name.empty() ? "" : src.name + ": "; }
 
-// The config being built. MaxText files' model keys are held apart: MaxText replaces them
-// with the model_name preset's, so they apply only with model_name=default (ApplyMaxTextModel).
+constexpr const char* kEmbeddedBase = "configs/base.yml (embedded)";
+
+// The config being built. The model keys (and MaxText's keys elastrain implements at one
+// value only) are kept per source and judged once all are read (model_keys.h).
 //
 // A MaxText file may hold a word of MaxText's that a choice key of ours lacks (its
 // base.yml's dataset_type: tfds). Such a word is refused only if nothing later sets the
-// key (a file further down the base_config chain, or the command line), and a model key's
-// only if the file's model keys apply (model_name: default).
+// key (a file further down the base_config chain, or the command line).
 struct Loading {
   TrainConfig c;
-  TrainConfig maxtext_model;             // only its shape keys and decoder_block are used
+  ModelInputs model;
+  bool model_name_given = false;  // by a file or the command line (not the embedded defaults)
+  bool file_names_model = false;  // a MaxText file set model keys, or a file its decoder_block
   std::vector<std::string>* ignored = nullptr;
   std::vector<std::pair<std::string, Status>> refused;  // key, its error; in file order
 
@@ -57,10 +61,19 @@ struct Loading {
     std::erase_if(refused, [&](const auto& r) { return r.first == key; });
   }
   // The first refusal that stands, once every file and override is applied.
-  Status Refusal() {
-    if (c.model_name != "default")
-      std::erase_if(refused, [](const auto& r) { return IsMaxTextModelKey(r.first); });
-    return refused.empty() ? Status::OK() : refused.front().second;
+  Status Refusal() { return refused.empty() ? Status::OK() : refused.front().second; }
+  // A model key's setting from `src` ("" for the command line). The "from the preset"
+  // values of elastrain's own keys (a shape key 0, decoder_block "") unset the key.
+  void SetModelKey(const std::string& key, const YAML::Node& v, const std::string& source, bool maxtext) {
+    KeyLayer& layer = maxtext ? model.maxtext : model.user;
+    const bool unset = !maxtext && v.IsScalar() &&
+                       ((IsModelShapeKey(key) && v.Scalar() == "0") || (key == "decoder_block" && v.Scalar().empty()));
+    if (unset) {
+      layer.erase(key);
+      return;
+    }
+    layer[key] = KeySetting{YAML::Clone(v), source};
+    if (!source.empty() && IsModelKey(key) && (maxtext || key == "decoder_block")) file_names_model = true;
   }
 };
 
@@ -102,13 +115,25 @@ Status ApplyOverride(const std::string& key_in, const std::string& value, Loadin
     return Status::InvalidArgument(
         fmt::format("base_config={}: only a config file names the file it inherits from; give that file as CONFIG",
                     value));
+  if (IsModelKey(key) || IsRefusedUnlessNeutralKey(key)) {
+    YAML::Node v(value);
+    if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {  // mlp_activations=[gelu,linear]
+      try {
+        v = YAML::Load(value);
+      } catch (const YAML::Exception&) {
+        return Status::InvalidArgument(fmt::format("{}={}: expected a list such as [gelu, linear]", key, value));
+      }
+    }
+    l->SetModelKey(key, v, "", false);
+    return Status::OK();
+  }
   if (const ConfigKey* k = FindConfigKey(key)) {
     ELASTRAIN_RETURN_IF_ERROR(SetValue(cli, *k, value, &l->c));
+    if (key == "model_name") l->model_name_given = true;
     l->Settled(key);
     return Status::OK();
   }
   if (IsMaxTextOnlyKey(key)) {
-    ELASTRAIN_RETURN_IF_ERROR(CheckMaxTextOnlyValue("", key, YAML::Node(value)));
     NoteIgnored(key, l->ignored);
     return Status::OK();
   }
@@ -127,6 +152,10 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
       if (key == "base_config") continue;  // followed by ReadBaseConfigChain
       key = std::string(FromMaxTextAlias(key));
     }
+    if (IsModelKey(key) || IsRefusedUnlessNeutralKey(key)) {
+      if (!src.name.empty() && src.name != kEmbeddedBase) l->SetModelKey(key, v, src.name, src.maxtext_file);
+      continue;
+    }
     const ConfigKey* k = FindConfigKey(key);
     if (!k) {
       if (!src.maxtext_file) return UnknownKey(src, key);
@@ -135,8 +164,6 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
             "{}unknown key '{}'; did you mean '{}'? (this MaxText file's other unknown keys are ignored, but '{}' "
             "is no MaxText key elastrain knows)",
             Prefix(src), key, near, key));
-      // MaxText values may be lists or mappings (mesh_axes); only a few are read, to check them.
-      ELASTRAIN_RETURN_IF_ERROR(CheckMaxTextOnlyValue(Prefix(src), key, v));
       NoteIgnored(key, l->ignored);
       continue;
     }
@@ -145,9 +172,9 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
           fmt::format("{}{}: expected a single value, not a list or mapping", Prefix(src), key));
     const std::string value = v.IsNull() ? "" : v.Scalar();
     if (src.maxtext_file && IsMaxTextSentinel(key, value)) continue;
-    TrainConfig* target = src.maxtext_file && IsMaxTextModelKey(key) ? &l->maxtext_model : &l->c;
-    const Status st = SetValue(src, *k, value, target);
+    const Status st = SetValue(src, *k, value, &l->c);
     if (st.ok()) {
+      if (key == "model_name" && src.name != kEmbeddedBase) l->model_name_given = true;
       l->Settled(key);
     } else if (src.maxtext_file && std::holds_alternative<ChoiceField>(k->field)) {
       l->Refuse(key, st);
@@ -188,57 +215,48 @@ constexpr ShapeKey kShapeKeys[] = {
     {"vocab_size", &ModelConfig::vocab_size},
 };
 
-// On entry c->model holds the shape keys as given (0: from the preset). On success it
-// holds the resolved model, and max_target_length and decoder_block their resolved
-// values, so that ConfigToYaml writes a config that loads back to the same model.
-Status ResolveModel(TrainConfig* c) {
-  const ModelConfig given = c->model;
-  for (const ShapeKey& k : kShapeKeys)
-    if (given.*k.field < 0)
-      return Status::InvalidArgument(fmt::format(
-          "{}={}: expected a positive integer, or 0 for the model_name preset's value", k.name, given.*k.field));
+// Builds the model from the model keys of every source (model_keys.h) and resolves the
+// sequence length against it. On success c->model holds the model, and
+// max_target_length and decoder_block their resolved values, so that ConfigToYaml writes
+// a config that loads back to the same model.
+Status ResolveModel(const ModelInputs& in, TrainConfig* c) {
   if (c->max_target_length < 0)
     return Status::InvalidArgument(fmt::format(
         "max_target_length={}: expected a positive integer, or 0 for the preset's (capped at 128)",
         c->max_target_length));
-
-  ModelConfig m;
-  const bool custom = c->model_name == "default";
+  ELASTRAIN_ASSIGN_OR_RETURN(const BuiltModel built, BuildModel(in));
+  ModelConfig m = built.model;
+  const bool custom = in.model_name == "default" || in.maxtext_model_file;
+  const std::string whose = in.maxtext_model_file ? fmt::format("model_name={} (its models/{}.yml)", in.model_name,
+                                                                in.model_name)
+                                                  : std::string("model_name=default");
   if (custom) {
     for (const ShapeKey& k : kShapeKeys)
-      if (given.*k.field == 0)
+      if (m.*k.field == 0)
         return Status::InvalidArgument(
-            fmt::format("{}=0: model_name=default has no preset, so every shape key must be set (> 0)", k.name));
+            fmt::format("{}=0: {} has no preset, so every shape key must be set (> 0)", k.name, whose));
     if (c->max_target_length == 0)
-      return Status::InvalidArgument(
-          "max_target_length=0: model_name=default has no preset, so every shape key must be set (> 0)");
-  } else {
-    ELASTRAIN_ASSIGN_OR_RETURN(m, ModelPreset(c->model_name));
+      return Status::InvalidArgument(fmt::format(
+          "max_target_length=0: {} has no preset, so every shape key must be set (> 0; MaxText's base.yml has 2048)",
+          whose));
   }
-  for (const ShapeKey& k : kShapeKeys)
-    if (given.*k.field > 0) m.*k.field = given.*k.field;
-  if (c->decoder_block && *c->decoder_block != m.family) {
-    m.family = *c->decoder_block;
-    m.mlp_activation = m.family == ModelFamily::kGpt2 ? MlpActivation::kGelu : MlpActivation::kSwiGlu;
-    m.tie_embeddings = m.family == ModelFamily::kGpt2;
-  }
-
   const int64_t T = c->max_target_length > 0 ? c->max_target_length : std::min<int64_t>(m.max_seq_len, 128);
-  if (custom) {
-    m.max_seq_len = T;
-  } else if (m.family == ModelFamily::kGpt2) {
+  if (m.family == ModelFamily::kGpt2) {
+    // Learned positions: the table is trainable_position_size (gpt3), the preset's, or T.
+    if (built.trainable_position_size > 0) m.max_seq_len = built.trainable_position_size;
+    else if (custom) m.max_seq_len = T;
     if (T > m.max_seq_len)
       return Status::InvalidArgument(fmt::format(
           "max_target_length={}: model_name={} learns {} position embeddings (gpt2 family); expected "
           "max_target_length <= {}",
-          T, c->model_name, m.max_seq_len, m.max_seq_len));
+          T, in.model_name, m.max_seq_len, m.max_seq_len));
   } else {
-    m.max_seq_len = std::max(m.max_seq_len, T);  // RoPE extends to any length
+    m.max_seq_len = custom ? T : std::max(m.max_seq_len, T);  // RoPE extends to any length
   }
   ELASTRAIN_RETURN_IF_ERROR(m.Validate());
   c->model = m;
   c->max_target_length = T;
-  c->decoder_block = m.family;
+  c->decoder_block = built.block;
   return Status::OK();
 }
 
@@ -246,23 +264,19 @@ Status ResolveModel(TrainConfig* c) {
 
 namespace {
 
-// The model keys of MaxText files, where model_name=default leaves them to the files
-// (keys given on the command line win, as MaxText's override_model_config lets them).
-void ApplyMaxTextModel(const TrainConfig& from, TrainConfig* c) {
-  if (c->model_name != "default") return;  // the preset replaces them, as in MaxText
-  for (const ShapeKey& k : kShapeKeys)
-    if (c->model.*k.field == 0) c->model.*k.field = from.model.*k.field;
-  if (!c->decoder_block) c->decoder_block = from.decoder_block;
-}
-
-// Defaults, then `files` in order (a base_config chain, or one file), then overrides.
+// Defaults, then `files` in order (a base_config chain, or one file), then the MaxText
+// model file of model_name when `model_file` is given, then overrides. With `find_model`,
+// a model_name that names a MaxText models/<name>.yml (maxtext_format.h) loads again with
+// that file, as MaxText does.
 Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext,
-                              const std::vector<std::string>& overrides, std::vector<std::string>* ignored) {
+                              const std::vector<std::string>& overrides, std::vector<std::string>* ignored,
+                              bool find_model, const ConfigFile* model_file = nullptr) {
   Loading l;  // base.yml sets every key; its shape keys are 0 ("from the preset")
   l.ignored = ignored;
-  ELASTRAIN_ASSIGN_OR_RETURN(const YAML::Node defaults, ParseYaml("configs/base.yml (embedded)", BaseConfigYaml()));
-  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({"configs/base.yml (embedded)", false}, defaults, &l));
+  ELASTRAIN_ASSIGN_OR_RETURN(const YAML::Node defaults, ParseYaml(kEmbeddedBase, BaseConfigYaml()));
+  ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({kEmbeddedBase, false}, defaults, &l));
   for (const ConfigFile& f : files) ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({f.path, maxtext}, f.root, &l));
+  if (model_file) ELASTRAIN_RETURN_IF_ERROR(ApplyYaml({model_file->path, true}, model_file->root, &l));
   for (const std::string& o : overrides) {
     size_t eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
@@ -271,8 +285,18 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
   }
   ELASTRAIN_RETURN_IF_ERROR(l.Refusal());
   TrainConfig& c = l.c;
-  ApplyMaxTextModel(l.maxtext_model, &c);
-  ELASTRAIN_RETURN_IF_ERROR(ResolveModel(&c));
+  // A MaxText file that sets model keys (MaxText's base.yml has model_name: default) or a
+  // file that names its decoder_block describes its own model: it never trains
+  // elastrain's default preset in its place.
+  if (!l.model_name_given && l.file_names_model) c.model_name = "default";
+  if (find_model && !model_file && c.model_name != "default") {
+    ELASTRAIN_ASSIGN_OR_RETURN(const std::optional<ConfigFile> found,
+                               FindMaxTextModelFile(files, c.maxtext_configs, c.model_name));
+    if (found) return LoadFiles(files, maxtext, overrides, ignored, false, &*found);
+  }
+  l.model.model_name = c.model_name;
+  l.model.maxtext_model_file = model_file != nullptr;
+  ELASTRAIN_RETURN_IF_ERROR(ResolveModel(l.model, &c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveSchedule(&c));
@@ -285,7 +309,7 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
 
 Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<std::string>& overrides,
                                std::vector<std::string>* ignored) {
-  if (yaml_path.empty()) return LoadFiles({}, false, overrides, ignored);
+  if (yaml_path.empty()) return LoadFiles({}, false, overrides, ignored, true);
   if (!FileExists(yaml_path)) return Status::NotFound(yaml_path + ": config file not found");
   if (IsDirectory(yaml_path)) return Status::InvalidArgument(yaml_path + ": expected a config file, not a folder");
   ELASTRAIN_ASSIGN_OR_RETURN(const std::string text, ReadFile(yaml_path));
@@ -305,7 +329,7 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(fmt::format("{}: invalid YAML: {}", yaml_path, e.what()));
   }
-  return LoadFiles(files, maxtext, overrides, ignored);
+  return LoadFiles(files, maxtext, overrides, ignored, true);
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
@@ -318,7 +342,7 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
     return Status::InvalidArgument(Prefix({origin}) +
                                    "base_config: a config given as text cannot inherit from a file; load it with "
                                    "`elastrain train CONFIG.yml` or submit the resolved config");
-  return LoadFiles({{origin, root}}, maxtext, overrides, ignored);
+  return LoadFiles({{origin, root}}, maxtext, overrides, ignored, false);
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin) {

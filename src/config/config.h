@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "model/activations.h"
 #include "model/model_config.h"
+#include "config/decoder_block.h"
 
 namespace elastrain {
 
@@ -87,9 +88,12 @@ struct TrainConfig {
   int64_t log_period = 10;        // steps between metrics.jsonl lines
   // --- model (model_name picks a preset; base_* keys given explicitly override it) ---
   std::string model_name = "small";
-  // llama | gpt2 (MaxText's llama2, llama3, gpt3 too); unset: the preset's family. After
-  // LoadConfig always set, to model.family.
-  std::optional<ModelFamily> decoder_block;
+  // MaxText's decoder block (config/decoder_block.h); unset: the preset's. After
+  // LoadConfig always set.
+  std::optional<DecoderBlock> decoder_block;
+  // A MaxText configs folder: model_name=NAME loads its models/NAME.yml (as MaxText does
+  // next to the config file); empty: only next to the config file.
+  std::string maxtext_configs;
   ModelConfig model;              // resolved shapes (filled by LoadConfig)
   // --- batch ---
   // Key per_device_batch_size as given: rows per worker per accumulation step, which

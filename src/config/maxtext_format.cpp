@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -11,41 +11,11 @@
 
 #include "common/files.h"
 #include "config/config_keys.h"
+#include "config/model_keys.h"
 
 namespace elastrain {
 namespace {
 namespace fs = std::filesystem;
-
-// A MaxText-only key elastrain ignores safely only at these values (any other would
-// train something else than the file asks for).
-struct HonouredOnlyAt {
-  std::string_view key;
-  std::vector<std::string_view> words;  // allowed words, or one number when `number`
-  bool number;
-  std::string_view instead;  // what elastrain does
-};
-
-const std::vector<HonouredOnlyAt>& HonouredOnlyAtTable() {
-  static const std::vector<HonouredOnlyAt> table = {
-      {"lr_schedule_type", {"cosine"}, false,
-       "elastrain's schedule is MaxText's cosine one: linear warmup, cosine decay, then 0"},
-      {"opt_type", {"adamw", "adam_pax"}, false, "elastrain trains with AdamW"},
-      {"num_experts", {"1"}, true, "elastrain trains dense models, num_experts: 1"},
-      {"quantization", {""}, false, "elastrain trains unquantized, quantization: \"\""},
-      {"attention_type", {"global"}, false, "elastrain's attention is global causal attention"},
-      {"dropout_rate", {"0"}, true, "elastrain trains without dropout, dropout_rate: 0"},
-      {"global_parameter_scale", {"1"}, true, "set the shape keys (base_emb_dim, ...) instead"},
-  };
-  return table;
-}
-
-bool SameNumber(std::string text, std::string_view want) {
-  text.erase(std::remove(text.begin(), text.end(), '_'), text.end());
-  double a = 0, b = 0;
-  auto [pa, ea] = std::from_chars(text.data(), text.data() + text.size(), a);
-  auto [pb, eb] = std::from_chars(want.data(), want.data() + want.size(), b);
-  return ea == std::errc() && pa == text.data() + text.size() && eb == std::errc() && a == b;
-}
 
 // The file base_config names, seen from `from` (the file that names it).
 Result<std::string> ResolveBaseConfig(const std::string& from, const std::string& name) {
@@ -93,7 +63,8 @@ bool IsMaxTextConfig(const YAML::Node& root) {
   for (const auto& kv : root) {
     if (!kv.first.IsScalar()) continue;
     const std::string& key = kv.first.Scalar();
-    if (key == "base_config" || IsMaxTextOnlyKey(key)) return true;
+    // The model keys are elastrain's too (a resolved config.yml writes them).
+    if (key == "base_config" || (IsMaxTextOnlyKey(key) && !IsModelKey(key))) return true;
   }
   return false;
 }
@@ -141,25 +112,36 @@ bool IsMaxTextSentinel(std::string_view key, const std::string& value) {
   return false;
 }
 
-bool IsMaxTextModelKey(std::string_view key) {
-  return key == "decoder_block" || (IsModelShapeKey(key) && key != "max_target_length");
-}
-
-Status CheckMaxTextOnlyValue(const std::string& prefix, std::string_view key, const YAML::Node& value) {
-  for (const HonouredOnlyAt& h : HonouredOnlyAtTable()) {
-    if (h.key != key) continue;
-    if (value.IsNull()) return Status::OK();
-    if (!value.IsScalar())
-      return Status::InvalidArgument(fmt::format("{}{}: expected a single value, not a list or mapping", prefix, key));
-    const std::string& v = value.Scalar();
-    for (std::string_view w : h.words)
-      if (h.number ? SameNumber(v, w) : v == w) return Status::OK();
-    std::string allowed;
-    for (std::string_view w : h.words) allowed += fmt::format("{}{}", allowed.empty() ? "" : " or ", w);
-    return Status::InvalidArgument(fmt::format("{}{}={}: elastrain implements only {}={} ({})", prefix, key, v, key,
-                                               allowed.empty() ? "\"\"" : allowed, h.instead));
+Result<std::optional<ConfigFile>> FindMaxTextModelFile(const std::vector<ConfigFile>& chain,
+                                                       const std::string& maxtext_configs,
+                                                       const std::string& model_name) {
+  std::string name = model_name;
+  if (const size_t i = name.find("-Instruct"); i != std::string::npos) name.erase(i, 9);
+  const bool plain = !name.empty() && name != "." && name != ".." &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+                     });
+  if (!plain)
+    return Status::InvalidArgument(fmt::format(
+        "model_name={}: expected a preset or a MaxText model's name (letters, digits, '.', '_', '-'), the file "
+        "models/<name>.yml",
+        model_name));
+  std::vector<fs::path> dirs;
+  if (!chain.empty()) {
+    const fs::path top = fs::path(chain.back().path).parent_path();
+    dirs.push_back(top);
+    dirs.push_back(top.parent_path());
+    for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) dirs.push_back(fs::path(it->path).parent_path());
   }
-  return Status::OK();
+  if (!maxtext_configs.empty()) dirs.push_back(maxtext_configs);
+  std::error_code ec;
+  for (const fs::path& d : dirs) {
+    const fs::path p = (d.empty() ? fs::path(".") : d) / "models" / (name + ".yml");
+    if (!fs::exists(p, ec)) continue;
+    ELASTRAIN_ASSIGN_OR_RETURN(ConfigFile f, ReadConfigFile(p.lexically_normal().string(), "model_name=" + model_name));
+    return std::optional<ConfigFile>(std::move(f));
+  }
+  return std::optional<ConfigFile>();
 }
 
 }  // namespace elastrain

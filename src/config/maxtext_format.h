@@ -20,6 +20,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,13 +56,14 @@ std::string_view FromMaxTextAlias(std::string_view name);
 // sentinel (run_name: ""), which leaves elastrain's value.
 bool IsMaxTextSentinel(std::string_view key, const std::string& value);
 
-// The model keys of a MaxText file: the shape keys and decoder_block, which a
-// model_name preset replaces (MaxText's configs/models/<model_name>.yml).
-bool IsMaxTextModelKey(std::string_view key);
-
-// OK unless `key`, a MaxText-only key, has a value elastrain cannot honour by ignoring
-// the key (it would train something else than asked); the error names the key, the
-// value and what elastrain does instead. `prefix` starts the message ("file: ").
-Status CheckMaxTextOnlyValue(const std::string& prefix, std::string_view key, const YAML::Node& value);
+// MaxText's file for model_name, as MaxText finds it: models/<name>.yml next to the
+// config given (`chain`'s last file) or in the folder above it, next to each file it
+// inherits from, then under `maxtext_configs` (a MaxText configs folder); "-Instruct" is
+// dropped from the name as MaxText does. nullopt when there is none (model_name may then
+// be a built-in preset); an error for a name that is not a plain file name, or a file
+// that is not a readable YAML mapping of at most kMaxConfigFileBytes.
+Result<std::optional<ConfigFile>> FindMaxTextModelFile(const std::vector<ConfigFile>& chain,
+                                                       const std::string& maxtext_configs,
+                                                       const std::string& model_name);
 
 }  // namespace elastrain
