@@ -56,11 +56,7 @@ Result<TrainConfig> LoadConfigFromArgs(const std::vector<std::string>& args) {
   }
   std::vector<std::string> ignored;
   auto cfg = LoadConfig(config_path, overrides, &ignored);
-  if (cfg.ok() && !ignored.empty()) {
-    std::string keys;
-    for (auto& k : ignored) keys += (keys.empty() ? "" : ", ") + k;
-    LOG_WARN("ignoring {} MaxText keys that elastrain does not implement: {}", ignored.size(), keys);
-  }
+  if (cfg.ok() && !ignored.empty()) LOG_WARN("{}", IgnoredKeysSummary(ignored));
   return cfg;
 }
 

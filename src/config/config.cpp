@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 #include <variant>
 
@@ -270,7 +271,8 @@ namespace {
 // that file, as MaxText does.
 Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext,
                               const std::vector<std::string>& overrides, std::vector<std::string>* ignored,
-                              bool find_model, const ConfigFile* model_file = nullptr) {
+                              bool find_model, const ConfigFile* model_file = nullptr,
+                              const std::string& own_model_name = "") {
   Loading l;  // base.yml sets every key; its shape keys are 0 ("from the preset")
   l.ignored = ignored;
   ELASTRAIN_ASSIGN_OR_RETURN(const YAML::Node defaults, ParseYaml(kEmbeddedBase, BaseConfigYaml()));
@@ -288,14 +290,16 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
   // A MaxText file that sets model keys (MaxText's base.yml has model_name: default) or a
   // file that names its decoder_block describes its own model: it never trains
   // elastrain's default preset in its place.
-  if (!l.model_name_given && l.file_names_model) c.model_name = "default";
-  if (find_model && !model_file && c.model_name != "default") {
+  // A MaxText model file given as the config (models/NAME.yml) is the model NAME.
+  const bool own_model = !l.model_name_given && l.file_names_model && !own_model_name.empty();
+  if (!l.model_name_given && l.file_names_model) c.model_name = own_model ? own_model_name : "default";
+  if (find_model && !model_file && !own_model && c.model_name != "default") {
     ELASTRAIN_ASSIGN_OR_RETURN(const std::optional<ConfigFile> found,
                                FindMaxTextModelFile(files, c.maxtext_configs, c.model_name));
     if (found) return LoadFiles(files, maxtext, overrides, ignored, false, &*found);
   }
   l.model.model_name = c.model_name;
-  l.model.maxtext_model_file = model_file != nullptr;
+  l.model.maxtext_model_file = model_file != nullptr || own_model;
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(l.model, &c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
@@ -329,7 +333,10 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(fmt::format("{}: invalid YAML: {}", yaml_path, e.what()));
   }
-  return LoadFiles(files, maxtext, overrides, ignored, true);
+  // A file in a MaxText models/ folder is that model's file (MaxText's model_name).
+  const std::filesystem::path p(yaml_path);
+  const std::string own = maxtext && p.parent_path().filename() == "models" ? p.stem().string() : "";
+  return LoadFiles(files, maxtext, overrides, ignored, true, nullptr, own);
 }
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
@@ -357,7 +364,13 @@ std::string ConfigToYaml(const TrainConfig& c) {
       group = k.group;
       out += fmt::format("\n# --- {} ---\n", group);
     }
-    out += fmt::format("{}: {}  # {}\n", k.name, FormatConfigValue(k, c), k.doc);
+    std::string value = FormatConfigValue(k, c);
+    // gemma2's key counts [local, global] pairs; the model holds the layers.
+    if (std::string_view(k.name) == "base_num_decoder_layers" && c.decoder_block == DecoderBlock::kGemma2)
+      value = fmt::format("{}", c.model.num_layers / 2);
+    out += fmt::format("{}: {}  # {}\n", k.name, value, k.doc);
+    if (std::string_view(k.name) == "vocab_size")  // the model section's last key
+      out += ModelKeysYaml(c.model, c.decoder_block.value_or(DecoderBlock::kLlama));
   }
   return out;
 }

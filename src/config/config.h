@@ -216,6 +216,15 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
                                    const std::vector<std::string>& overrides, std::vector<std::string>* ignored);
 // The resolved config as YAML, every key, loadable by LoadConfig.
 std::string ConfigToYaml(const TrainConfig& c);
+
+// The keys LoadConfig listed as ignored, as a few readable lines: MaxText's keys that do
+// not change what is trained here (docs/maxtext.md), then any key elastrain does not know
+// (a newer MaxText's), each group wrapped at about 100 columns. Empty for none.
+std::string IgnoredKeysSummary(const std::vector<std::string>& ignored);
+// docs/maxtext.md's table: every MaxText key elastrain knows, in its class (honoured,
+// refused unless neutral, irrelevant here), as Markdown. `elastrain config maxtext-keys`
+// prints it; a test compares it with the page.
+std::string MaxTextKeyTable();
 // The embedded text of configs/base.yml.
 const std::string& BaseConfigYaml();
 

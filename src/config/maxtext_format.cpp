@@ -24,9 +24,15 @@ Result<std::string> ResolveBaseConfig(const std::string& from, const std::string
   if (p.is_absolute()) {
     candidates.push_back(p);
   } else {
-    const fs::path dir = fs::path(from).parent_path();
-    candidates.push_back(dir / p);
-    candidates.push_back(dir.parent_path() / p);
+    // MaxText looks next to the file, then in its configs folder: here the folders above
+    // stand for that one (gpu/models/llama2_7b.yml finds configs/base.yml, and
+    // inference/multihost/x/y.yml its "inference/inference_jetstream.yml").
+    fs::path dir = fs::path(from).parent_path();
+    for (int up = 0; up <= kMaxBaseConfigSearchUp; ++up) {
+      candidates.push_back(dir / p);
+      if (dir.empty() || dir == dir.parent_path()) break;
+      dir = dir.parent_path();
+    }
   }
   std::error_code ec;
   for (const fs::path& c : candidates)

@@ -14,8 +14,9 @@
 //   - the model keys (shape keys, decoder_block) apply only with model_name: default; a
 //     model_name preset replaces them, as MaxText's configs/models/<name>.yml does;
 //   - base_config names the file it inherits from: relative to the file's folder, else
-//     the folder above it (MaxText falls back to its configs/ folder, so that a file in
-//     configs/v5e/ finds configs/base.yml); absolute paths are taken as they are.
+//     one of the kMaxBaseConfigSearchUp folders above it (MaxText falls back to its
+//     configs/ folder, so that configs/gpu/models/x.yml finds configs/base.yml);
+//     absolute paths are taken as they are.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -31,6 +32,8 @@ namespace elastrain {
 
 // Limits of a base_config chain: files deep, and bytes of each file.
 inline constexpr int kMaxBaseConfigDepth = 8;
+// Folders above a file that its relative base_config is looked for in.
+inline constexpr int kMaxBaseConfigSearchUp = 3;
 inline constexpr int64_t kMaxConfigFileBytes = int64_t{16} << 20;
 
 // True when the YAML mapping `root` is a MaxText config (above).

@@ -174,6 +174,8 @@ const std::vector<NeutralOnly>& NeutralOnlyTable() {
       {"use_qk_clip", {"false"}, "elastrain does not clip q/k weights"},
       {"load_balance_loss_weight", {"0"}, "elastrain trains dense models (no router loss)"},
       {"mtp_num_layers", {"0"}, "elastrain predicts the next token only"},
+      {"rl", {""}, "elastrain pre-trains; reinforcement learning is not implemented"},
+      {"teacher_overrides", {""}, "elastrain trains one model on the data; distillation from a teacher is not implemented"},
       {"dropout_rate", {"0"}, "elastrain trains without dropout"},
       {"quantization", {""}, "elastrain trains unquantized"},
       {"mu_dtype", {"", "float32"}, "elastrain keeps AdamW's moments in float32"},

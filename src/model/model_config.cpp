@@ -19,7 +19,7 @@ namespace {
 Status CheckImplemented(const ModelConfig& m) {
   const bool llama = m.family == ModelFamily::kLlama;
   auto refuse = [&](const std::string& what, const std::string& supported) {
-    return Status::InvalidArgument(fmt::format("{}: not implemented for decoder_block={} (elastrain supports {})", what,
+    return Status::InvalidArgument(fmt::format("{}: not implemented for the {} family (elastrain supports {})", what,
                                                FamilyName(m.family), supported));
   };
   if (llama && m.mlp_activation != MlpActivation::kSwiGlu)
