@@ -32,6 +32,7 @@
 #include "wire/channel.h"
 #include "monitor/job_api.h"
 #include "store/store.h"
+#include "train/resume_check.h"
 #include "train/trainer.h"
 
 namespace elastrain {
@@ -55,6 +56,17 @@ std::vector<std::string> SplitNames(const std::string& list) {
 }
 
 void PrintSummary(const TrainSummary& s) {
+  // Never a result that this invocation did not train (a resumed, finished run).
+  if (s.start_step >= s.steps) {
+    std::printf("\nNothing to train: %s was already at step %lld of %lld (it resumed from its checkpoint); "
+                "give another run_name to train again, or more steps to go on\n",
+                s.run_dir.c_str(), static_cast<long long>(s.start_step), static_cast<long long>(s.steps));
+    return;
+  }
+  if (s.start_step > 0)
+    std::printf("\nResumed %s at step %lld: trained steps %lld..%lld\n", s.run_dir.c_str(),
+                static_cast<long long>(s.start_step), static_cast<long long>(s.start_step + 1),
+                static_cast<long long>(s.steps));
   const double drop = s.first_eval_loss > 0 ? 100.0 * (1.0 - s.final_eval_loss / s.first_eval_loss) : 0.0;
   std::printf(
       "\nTraining finished: %lld steps in %.1fs\n"
@@ -188,6 +200,8 @@ int RunTrainCommand(const std::vector<std::string>& args) {
   // An impossible mesh fails here, before any process starts.
   auto mesh = ResolveMeshForConfig(cfg.value());
   if (!mesh.ok()) return Fail(mesh.status());
+  // So does a run directory that holds another model's checkpoint: once, exit 2.
+  if (Status st = CheckResumeMatchesConfig(cfg.value()); !st.ok()) return Fail(st);
   if (cfg->max_workers > 1 || cfg->min_workers != cfg->max_workers) return RunEmbeddedJob(cfg.value());
   auto summary = Train(cfg.value());
   if (!summary.ok()) return Fail(summary.status());

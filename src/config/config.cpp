@@ -8,6 +8,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <ctime>
+#include <random>
 #include <filesystem>
 #include <utility>
 #include <variant>
@@ -287,6 +289,7 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
   }
   ELASTRAIN_RETURN_IF_ERROR(l.Refusal());
   TrainConfig& c = l.c;
+  if (c.run_name.empty()) c.run_name = UniqueRunName();
   // A MaxText file that sets model keys (MaxText's base.yml has model_name: default) or a
   // file that names its decoder_block describes its own model: it never trains
   // elastrain's default preset in its place.
@@ -354,6 +357,16 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
 
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin) {
   return LoadConfigText(yaml_text, origin, {}, nullptr);
+}
+
+std::string UniqueRunName() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof(when), "%Y%m%d-%H%M%S", &tm);
+  std::random_device rd;
+  return fmt::format("run-{}-{:04x}", when, rd() & 0xffff);
 }
 
 std::string ConfigToYaml(const TrainConfig& c) {

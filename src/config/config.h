@@ -82,7 +82,7 @@ constexpr std::string_view CheckpointFailurePolicyName(CheckpointFailurePolicy p
 
 struct TrainConfig {
   // --- run ---
-  std::string run_name = "elastrain_run";
+  std::string run_name;  // LoadConfig: never empty (an empty one becomes UniqueRunName())
   std::string base_output_directory = "runs";
   LogLevel log_level = LogLevel::kInfo;  // trace | debug | info | warn | error
   int64_t log_period = 10;        // steps between metrics.jsonl lines
@@ -214,6 +214,9 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
 // file and calls this; so does the config fuzzer, fuzz/fuzz_config.cpp).
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
                                    const std::vector<std::string>& overrides, std::vector<std::string>* ignored);
+// The default run_name: run-<local date>-<time>-<4 random hex digits>, new for every run
+// (MaxText asks for a run_name; a resumable run is one given a name).
+std::string UniqueRunName();
 // The resolved config as YAML, every key, loadable by LoadConfig.
 std::string ConfigToYaml(const TrainConfig& c);
 

@@ -45,7 +45,7 @@ namespace elastrain {
 
 const std::vector<ConfigKey>& ConfigKeys() {
   static const std::vector<ConfigKey> keys = {
-      KEY("run_name", "run", run_name, "outputs go to base_output_directory/run_name; no '/'"),
+      KEY("run_name", "run", run_name, "outputs go to base_output_directory/run_name; no '/'; empty: run-<date>-<time>-<4 hex digits>, new for every run (give one to resume a run)"),
       KEY("base_output_directory", "run", base_output_directory, "directory that holds one folder per run"),
       CHOICE("log_level", "run", log_level, kLogLevelChoices, "", "trace | debug | info | warn | error"),
       KEY("log_period", "run", log_period, "steps between metrics.jsonl lines, in [1, 2^40]"),

@@ -13,6 +13,7 @@ namespace elastrain {
 
 Status WriteRunSummary(const TrainSummary& s) {
   nlohmann::json j = {{"steps", s.steps},
+                      {"start_step", s.start_step},
                       {"global_batch_size", s.global_batch_size},
                       {"micro_batches_per_step", s.micro_batches_per_step},
                       {"first_loss", s.first_loss},
@@ -86,6 +87,7 @@ Result<TrainSummary> ReadRunSummary(const std::string& run_dir) {
   TrainSummary s;
   s.run_dir = run_dir;
   s.steps = f.Int("steps");
+  s.start_step = f.OptionalInt("start_step");
   s.global_batch_size = f.Int("global_batch_size");
   s.micro_batches_per_step = f.Int("micro_batches_per_step");
   s.first_loss = f.Number("first_loss");

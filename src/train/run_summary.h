@@ -13,7 +13,8 @@ namespace elastrain {
 
 struct TrainSummary {
   std::string run_dir;
-  int64_t steps = 0;
+  int64_t steps = 0;       // the run's last step
+  int64_t start_step = 0;  // the step this invocation resumed at (0: from scratch)
   int64_t global_batch_size = 0;
   int64_t micro_batches_per_step = 0;
   double first_loss = 0, final_loss = 0;

@@ -447,9 +447,11 @@ Status Trainer::Finish(GenerationResult* out) {
   ELASTRAIN_RETURN_IF_ERROR(EvaluateAndRecord(cfg_.steps, &s));
   progress_.Finish();
   s.steps = cfg_.steps;
+  s.start_step = start_step_;
+  // Throughput of the steps this invocation trained (none when it resumed at the end).
   const int64_t timed_steps = std::max<int64_t>(1, cfg_.steps - start_step_ - 1);
   if (timed_seconds_ <= 0) timed_seconds_ = SecondsSince(loop_start_);
-  s.tokens_per_sec = static_cast<double>(timed_steps * gb_ * T_) / timed_seconds_;
+  s.tokens_per_sec = start_step_ >= cfg_.steps ? 0.0 : static_cast<double>(timed_steps * gb_ * T_) / timed_seconds_;
   s.mfu = s.tokens_per_sec * flops_per_token_ / peak_flops_;
   s.wall_seconds = SecondsSince(start_);
   if (start_step_ > 0 && is_chief()) FirstLossesFromMetrics(&s);

@@ -83,7 +83,7 @@ TEST(MaxTextBaseYml, LoadsAsShippedWithItsValues) {
   EXPECT_EQ(c->ici_fsdp_parallelism, -1);
   EXPECT_EQ(c->eval_interval, -1);
   // MaxText's "not set" sentinels leave elastrain's values.
-  EXPECT_EQ(c->run_name, "elastrain_run");       // run_name: ""
+  EXPECT_THAT(c->run_name, ::testing::StartsWith("run-"));  // run_name: "": new for every run
   EXPECT_EQ(c->base_output_directory, "runs");  // base_output_directory: ""
   EXPECT_EQ(c->eval_steps, 4);                   // eval_steps: -1
   // model_name: default takes the file's shape.
