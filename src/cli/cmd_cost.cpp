@@ -47,8 +47,8 @@ constexpr char kSimulateUsage[] =
     "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n";
 
 void PrintCostUsage() {
-  std::printf("usage: elastrain cost <interval|plan|simulate> [flags]  (formulas: docs/cost.md)\n%s%s%s", kIntervalUsage,
-              kPlanUsage, kSimulateUsage);
+  std::printf("usage: elastrain cost <interval|plan|simulate> [flags]  (formulas: docs/cost.md)\n%s%s%s",
+              kIntervalUsage, kPlanUsage, kSimulateUsage);
 }
 
 // False for a name that is no subcommand.

@@ -59,7 +59,8 @@ void PrintSummary(const TrainSummary& s) {
   // No evaluation ran (eval_interval <= 0): both losses are 0.
   const std::string eval = s.first_eval_loss == 0 && s.final_eval_loss == 0
                                ? std::string("none (eval_interval <= 0)")
-                               : fmt::format("{:.4f} -> {:.4f} ({:.1f}% lower)", s.first_eval_loss, s.final_eval_loss, drop);
+                               : fmt::format("{:.4f} -> {:.4f} ({:.1f}% lower)", s.first_eval_loss,
+                                             s.final_eval_loss, drop);
   std::printf(
       "\nTraining finished: %lld steps in %.1fs\n"
       "  loss       %.4f -> %.4f\n"

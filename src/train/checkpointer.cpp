@@ -263,7 +263,8 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
   events_->Emit(saved);
   // async_checkpointing=false: Save waited for this thread, and the step with it.
   LOG_INFO("checkpoint saved: {} ({:.2f}s{}, {:.2f}s of it removing old checkpoints)", dir, SecondsSince(t0),
-           cfg_.async_checkpointing ? " in the background" : ", synchronously: async_checkpointing=false, the step waited for it;",
+           cfg_.async_checkpointing ? " in the background"
+                                    : ", synchronously: async_checkpointing=false, the step waited for it;",
            prune_seconds);
   if (on_commit_) on_commit_(step);
   return Status::OK();

@@ -15,8 +15,8 @@ ELASTRAIN_JSON_RECORD(JobStatusRank, rank, host, agent, worker, pid, step, phase
 ELASTRAIN_JSON_RECORD(JobStatusHost, host, health, check, reason, checked_at, expires_at, excluded_until)
 ELASTRAIN_JSON_RECORD(JobStatusEvent, time, event, detail)
 ELASTRAIN_JSON_RECORD(JobStatus, job, run_dir, steps, num_workers, max_failures, checkpoint_period,
-                      cost_per_worker_hour, model_name, launched, state, reason, generation, world, step, failures, restarts,
-                      latest_checkpoint_step, started_at, ended_at, agents, ranks, idle_workers, time, hosts,
+                      cost_per_worker_hour, model_name, launched, state, reason, generation, world, step, failures,
+                      restarts, latest_checkpoint_step, started_at, ended_at, agents, ranks, idle_workers, time, hosts,
                       gray_events)
 ELASTRAIN_JSON_RECORD(SubmittedJob, job_id, run_dir)
 
@@ -63,10 +63,12 @@ std::string FormatJobStatus(const JobStatus& s) {
                            : reported  ? fmt::format("step {} (reported by the program)", s.step)
                                        : std::string("no step reported by the program");
   out += fmt::format("  generation {}, {} workers (num_workers={}), {}\n", s.generation, s.world, s.num_workers, step);
-  const std::string ckpt = s.latest_checkpoint_step >= 0 ? fmt::format("latest checkpoint step {}", s.latest_checkpoint_step)
+  const std::string ckpt = s.latest_checkpoint_step >= 0
+                               ? fmt::format("latest checkpoint step {}", s.latest_checkpoint_step)
                            : s.launched ? std::string("no checkpoint reported by the program")
                                         : std::string("no checkpoint yet");
-  out += fmt::format("  failures {} (max_failures={}), restarts {}, {}\n", s.failures, s.max_failures, s.restarts, ckpt);
+  out += fmt::format("  failures {} (max_failures={}), restarts {}, {}\n", s.failures, s.max_failures, s.restarts,
+                     ckpt);
   if (s.launched && !reported)
     out += "  (the program reports no steps or checkpoints: elastrain_worker does, docs/launch.md)\n";
   out += fmt::format("  run directory {}\n", s.run_dir);
