@@ -397,7 +397,56 @@ int RunStopCommand(const std::vector<std::string>& args) {
   return kExitSuccess;
 }
 
+namespace {
+
+// `chaos ACTION --help`: that action's own page, its flags only (the parser below takes
+// them all and says which goes with which).
+int PrintChaosActionHelp(const std::string& action) {
+  struct Page {
+    const char* action;
+    const char* what;
+  };
+  static constexpr Page kPages[] = {
+      {"kill", "SIGKILL a rank's worker (--rank R: a failure the job recovers from), or lose a whole host, its "
+               "agent and workers (--host H, cluster mode); with --hang, SIGSTOP instead, as `chaos hang`"},
+      {"hang", "SIGSTOP a rank's worker: its heartbeats stop, the job finds it hung and recovers"},
+      {"slow", "throttle a rank's CPU: it runs --factor times slower (a gray failure) for --seconds, or until "
+               "`chaos unslow`"},
+      {"unslow", "undo a `chaos slow` of a rank"},
+  };
+  const Page* page = nullptr;
+  for (const Page& p : kPages)
+    if (action == p.action) page = &p;
+  if (page == nullptr) return -1;
+  CLI::App app{fmt::format("elastrain chaos {}: {} (docs/faults.md)", action, page->what)};
+  app.name("elastrain chaos " + action);
+  std::string str;
+  int rank = -1;
+  bool flag = false;
+  double number = 0;
+  app.add_option("--rank", rank, "the rank of the current generation")->required(action != "kill");
+  if (action == "kill") {
+    app.add_option("--host", str, "a whole host, its agent and workers (cluster mode); instead of --rank");
+    app.add_flag("--hang", flag, "stop the rank (SIGSTOP) instead, as `chaos hang`");
+  }
+  if (action == "slow") {
+    app.add_option("--factor", number, "the rank runs this many times slower, in (1, 100]")->required();
+    app.add_option("--seconds", number, "unslowed after this long (default 0: until `chaos unslow`)");
+  }
+  ApiFlags api;
+  api.Add(app);
+  std::printf("%s", app.help().c_str());
+  return kExitSuccess;
+}
+
+}  // namespace
+
 int RunChaosCommand(const std::vector<std::string>& args) {
+  const bool help = std::find(args.begin(), args.end(), "--help") != args.end() ||
+                    std::find(args.begin(), args.end(), "-h") != args.end();
+  if (help)  // an action named anywhere (`chaos --rank 1 kill --help` too): its own page
+    for (const std::string& a : args)
+      if (int rc = PrintChaosActionHelp(a); rc >= 0) return rc;
   CLI::App app{"elastrain chaos: rehearse a failure of a running job (every way to inject one: docs/faults.md)"};
   ApiFlags api;
   std::string action, host;

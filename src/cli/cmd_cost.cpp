@@ -25,25 +25,39 @@ constexpr int kDefaultPlansShown = 10;
 
 int Fail(const Status& st) { return FailCommand("cost", st); }
 
+// Each subcommand's own usage; `cost --help` prints them all, `cost SUB --help` its own.
+constexpr char kIntervalUsage[] =
+    "  interval --checkpoint-seconds D --mtti-seconds M [--restart-seconds R] [--work-seconds T]\n"
+    "      Young's and Daly's optimal checkpoint intervals; with T, Daly's expected wall time\n";
+constexpr char kPlanUsage[] =
+    "  plan [CONFIG.yml] model_name=NAME tokens=N [key=value ...] [--deadline 72h] [--budget USD]\n"
+    "       [--mfu 0.4 | --metrics RUN/metrics.jsonl] [--workers MIN:MAX] [--catalog PATH] [--top K]\n"
+    "       [--checkpoint-gbps-per-host 1] [--detection-seconds 30] [--restart-seconds 120]\n"
+    "       [--spot-host-mtti 24h] [--spot-loss-sizes 1:0.7,2:0.2,4:0.1] [--spot-replacement-seconds 600]\n"
+    "       [--on-demand-host-mtti 6336h] [--on-demand-loss-sizes 1:1] [--on-demand-replacement-seconds 300]\n"
+    "       [--mix-on-demand-fraction 0.25] [--memory-snapshot-replicas 0 (RAM tier off) | 1..8]\n"
+    "       [--memory-snapshot-period 1] [--ram-tier-coverage 0.9] [--peer-restore-gbps-per-host 10]\n"
+    "      every catalog offer x spot, on-demand, mix x host count: fit, time, goodput, cost; cheapest first\n";
+constexpr char kSimulateUsage[] =
+    "  simulate [plan arguments] [--offer NAME] [--capacity spot|on-demand|mix] [--hosts N]\n"
+    "           [--min-hosts N] [--resize-seconds S] [--trials 1000] [--seed 1] [--trace FILE] [--svg PATH]\n"
+    "  simulate --work-hours H [--hosts N] [--min-hosts N] --checkpoint-seconds D [--interval-seconds T]\n"
+    "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P]\n"
+    "           [--ram-tier-coverage C --snapshot-period-seconds S --peer-restore-seconds P] ...\n"
+    "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n";
+
 void PrintCostUsage() {
-  std::printf(
-      "usage: elastrain cost <interval|plan|simulate> [flags]  (formulas: docs/cost.md)\n"
-      "  interval --checkpoint-seconds D --mtti-seconds M [--restart-seconds R] [--work-seconds T]\n"
-      "      Young's and Daly's optimal checkpoint intervals; with T, Daly's expected wall time\n"
-      "  plan [CONFIG.yml] model_name=NAME tokens=N [key=value ...] [--deadline 72h] [--budget USD]\n"
-      "       [--mfu 0.4 | --metrics RUN/metrics.jsonl] [--workers MIN:MAX] [--catalog PATH] [--top K]\n"
-      "       [--checkpoint-gbps-per-host 1] [--detection-seconds 30] [--restart-seconds 120]\n"
-      "       [--spot-host-mtti 24h] [--spot-loss-sizes 1:0.7,2:0.2,4:0.1] [--spot-replacement-seconds 600]\n"
-      "       [--on-demand-host-mtti 6336h] [--on-demand-loss-sizes 1:1] [--on-demand-replacement-seconds 300]\n"
-      "       [--mix-on-demand-fraction 0.25] [--memory-snapshot-replicas 0 (RAM tier off) | 1..8]\n"
-      "       [--memory-snapshot-period 1] [--ram-tier-coverage 0.9] [--peer-restore-gbps-per-host 10]\n"
-      "      every catalog offer x spot, on-demand, mix x host count: fit, time, goodput, cost; cheapest first\n"
-      "  simulate [plan arguments] [--offer NAME] [--capacity spot|on-demand|mix] [--hosts N]\n"
-      "           [--min-hosts N] [--resize-seconds S] [--trials 1000] [--seed 1] [--trace FILE] [--svg PATH]\n"
-      "  simulate --work-hours H [--hosts N] [--min-hosts N] --checkpoint-seconds D [--interval-seconds T]\n"
-      "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P]\n"
-      "           [--ram-tier-coverage C --snapshot-period-seconds S --peer-restore-seconds P] ...\n"
-      "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n");
+  std::printf("usage: elastrain cost <interval|plan|simulate> [flags]  (formulas: docs/cost.md)\n%s%s%s",
+              kIntervalUsage, kPlanUsage, kSimulateUsage);
+}
+
+// False for a name that is no subcommand.
+bool PrintSubcommandUsage(const std::string& sub) {
+  const char* text = sub == "interval" ? kIntervalUsage : sub == "plan" ? kPlanUsage
+                                                      : sub == "simulate" ? kSimulateUsage : nullptr;
+  if (text == nullptr) return false;
+  std::printf("usage: elastrain cost %s  (formulas: docs/cost.md)\n%s", sub.c_str(), text);
+  return true;
 }
 
 // ---- interval -------------------------------------------------------------------------
@@ -260,7 +274,7 @@ int RunCostCommand(const std::vector<std::string>& args) {
   }
   for (const std::string& a : args)
     if (a == "-h" || a == "--help") {
-      PrintCostUsage();
+      if (!PrintSubcommandUsage(args[0])) PrintCostUsage();
       return 0;
     }
   const std::vector<std::string> rest(args.begin() + 1, args.end());

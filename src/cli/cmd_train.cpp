@@ -68,16 +68,21 @@ void PrintSummary(const TrainSummary& s) {
                 static_cast<long long>(s.start_step), static_cast<long long>(s.start_step + 1),
                 static_cast<long long>(s.steps));
   const double drop = s.first_eval_loss > 0 ? 100.0 * (1.0 - s.final_eval_loss / s.first_eval_loss) : 0.0;
+  // No evaluation ran (eval_interval <= 0): both losses are 0.
+  const std::string eval = s.first_eval_loss == 0 && s.final_eval_loss == 0
+                               ? std::string("none (eval_interval <= 0)")
+                               : fmt::format("{:.4f} -> {:.4f} ({:.1f}% lower)", s.first_eval_loss,
+                                             s.final_eval_loss, drop);
   std::printf(
       "\nTraining finished: %lld steps in %.1fs\n"
       "  loss       %.4f -> %.4f\n"
-      "  eval loss  %.4f -> %.4f (%.1f%% lower)\n"
+      "  eval loss  %s\n"
       "  throughput %.0f tokens/s, MFU %.1f%%\n"
       "  batch      %lld sequences per step (%lld micro-batches per rank)\n"
       "  outputs    %s/{config.yml,metrics.jsonl,train.log,summary.json}\n",
-      static_cast<long long>(s.steps), s.wall_seconds, s.first_loss, s.final_loss, s.first_eval_loss,
-      s.final_eval_loss, drop, s.tokens_per_sec, 100 * s.mfu, static_cast<long long>(s.global_batch_size),
-      static_cast<long long>(s.micro_batches_per_step), s.run_dir.c_str());
+      static_cast<long long>(s.steps), s.wall_seconds, s.first_loss, s.final_loss, eval.c_str(), s.tokens_per_sec,
+      100 * s.mfu, static_cast<long long>(s.global_batch_size), static_cast<long long>(s.micro_batches_per_step),
+      s.run_dir.c_str());
 }
 
 void PrintLaunchSummary(const JobRecord& r, const TrainConfig& cfg, const std::string& run_dir) {

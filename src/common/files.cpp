@@ -49,16 +49,19 @@ static Status WriteAll(int fd, const char* p, size_t n, const std::string& path)
   return Status::OK();
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& data) {
+Status WriteFileAtomic(const std::string& path, const std::string& data, std::optional<unsigned> mode) {
   ELASTRAIN_ASSIGN_OR_RETURN(ParentDir parent, OpenParent(path, /*create_dirs=*/false));
   const int dir = parent.dir.get();
   const std::string tmp = parent.leaf + ".tmp." + std::to_string(::getpid());
   const std::string shown_tmp = path + ".tmp." + std::to_string(::getpid());
   ::unlinkat(dir, tmp.c_str(), 0);  // a leftover of a crashed writer with our pid
   // O_EXCL | O_NOFOLLOW: never write through a file or link that someone put there.
-  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode.value_or(0644));
   if (fd < 0) return Status::IOError(shown_tmp + ": cannot create (" + std::strerror(errno) + ")");
-  Status st = WriteAll(fd, data.data(), data.size(), shown_tmp);
+  Status st = Status::OK();
+  if (mode && ::fchmod(fd, *mode) != 0)
+    st = Status::IOError(shown_tmp + ": cannot set its mode (" + std::strerror(errno) + ")");
+  if (st.ok()) st = WriteAll(fd, data.data(), data.size(), shown_tmp);
   if (st.ok() && ::fsync(fd) != 0) st = Status::IOError(shown_tmp + ": fsync failed (" + std::strerror(errno) + ")");
   ::close(fd);
   // renameat replaces `path` itself, even where `path` is a link: nothing behind it is touched.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,8 +13,10 @@ namespace elastrain {
 
 Result<std::string> ReadFile(const std::string& path);
 // Writes `data` to `path` so that a reader sees either the old file or the whole new
-// one: write `path.tmp.<pid>`, fsync it, rename onto `path`, fsync the directory.
-Status WriteFileAtomic(const std::string& path, const std::string& data);
+// one: write `path.tmp.<pid>`, fsync it, rename onto `path`, fsync the directory. The
+// file is 0644 less the umask; with `mode`, exactly `mode`, from its creation on (created
+// with it, then fchmod past the umask): a private file is never readable by others.
+Status WriteFileAtomic(const std::string& path, const std::string& data, std::optional<unsigned> mode = std::nullopt);
 // Creates `path` holding `text` with exactly `mode` (whatever the umask), never replacing
 // a file and never through a link: written to `path.tmp.<pid>` (O_EXCL | O_NOFOLLOW),
 // fsynced, then link(2)ed into place. True when made; false when something (a file, a

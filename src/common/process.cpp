@@ -156,6 +156,7 @@ Result<pid_t> SpawnProcess(const SpawnSpec& s) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
+    if (s.stderr_fd >= 0) ::dup2(s.stderr_fd, STDERR_FILENO);
     if (s.channel_fd == 3) ::fcntl(3, F_SETFD, 0);      // already fd 3: clear close-on-exec
     else if (s.channel_fd >= 0) ::dup2(s.channel_fd, 3);  // dup2 clears close-on-exec on fd 3
     ResetSignalMaskInChild();  // the parent blocks SIGTERM and SIGINT (common/signals.h)

@@ -17,6 +17,7 @@ struct SpawnSpec {
   std::map<std::string, std::string> env;  // added to (or replacing in) this environment
   std::vector<std::string> env_drop_prefixes;  // variables of this environment left out ("ELASTRAIN_ETCD_")
   std::string log_path;                    // stdout + stderr, appended; empty: inherited
+  int stderr_fd = -1;                      // becomes fd 2 of the child, after log_path (-1: as above)
   int channel_fd = -1;                     // becomes fd 3 of the child (-1: none)
   bool own_process_group = true;           // false: stays in the caller's process group
 };

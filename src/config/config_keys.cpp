@@ -84,7 +84,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("tokenizer_path", "data", tokenizer_path, "sentencepiece .model; empty: bytes"),
       KEY("data_shuffle_seed", "data", data_shuffle_seed, "seed of the data order (any 64-bit integer)"),
       KEY("eval_split_fraction", "data", eval_split_fraction, "share of the corpus held out for validation, in (0,0.5]"),
-      KEY("eval_interval", "data", eval_interval, "steps between evaluations, in [-2^40, 2^40]; <= 0: at start and end only"),
+      KEY("eval_interval", "data", eval_interval, "steps between evaluations (at start and end too), in [-2^40, 2^40]; <= 0: no evaluation (MaxText's -1)"),
       KEY("eval_steps", "data", eval_steps, "validation batches per evaluation, in [1, 2^20]"),
 
       KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker, in [0, 4096]; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),

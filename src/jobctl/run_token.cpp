@@ -168,10 +168,8 @@ std::string UrlFileBeside(const std::string& token_path) {
 }
 
 Status WriteUrlFile(const std::string& path, const std::string& url) {
-  ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(path, url + "\n"));
-  if (chmod(path.c_str(), 0644) != 0)
-    return Status::IOError(fmt::format("cannot chmod the API URL file {}: {}", path, std::strerror(errno)));
-  return Status::OK();
+  // 0600: where the token goes is the owner's business (and nobody else's to read).
+  return WriteFileAtomic(path, url + "\n", kUrlFileMode);
 }
 
 void RemoveUrlFile(const std::string& path, const std::string& url) {

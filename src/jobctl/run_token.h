@@ -54,8 +54,10 @@ Result<std::string> EnsureHeadToken(const std::string& path);
 // The file that records the API URL a token belongs to: `head_url` in the token file's
 // directory.
 std::string UrlFileBeside(const std::string& token_path);
-// Records `url` in `path` (atomically, mode 0644 whatever the umask: ReadUrlFile refuses
-// a file others may write).
+// Records `url` in `path`, atomically and with mode kUrlFileMode whatever the umask, from
+// its creation on: never readable by others, not even between its write and a chmod
+// (ReadUrlFile refuses a file others may write).
+inline constexpr unsigned kUrlFileMode = 0600;
 Status WriteUrlFile(const std::string& path, const std::string& url);
 // The URL recorded in `path` (one line); NotFound naming the file when there is none,
 // InvalidArgument when it is a link, not ours, or writable by group or others.

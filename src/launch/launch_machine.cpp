@@ -455,6 +455,7 @@ void LaunchMachine::On(const ProcessReaped& in, double now, Actions* out) {
   if (gen_ && gen_->prog && gen_->prog->pid == in.pid && !gen_->prog->exited) {
     gen_->prog->exited = true;
     gen_->prog->exit = in.exit;
+    gen_->prog->stderr_tail = in.stderr_tail;
     if (replace_) {
       EndGeneration(now, out);
       const AssignMessage next = replace_->next;
@@ -466,8 +467,9 @@ void LaunchMachine::On(const ProcessReaped& in, double now, Actions* out) {
     spare_.reset();  // this worker ended it
   } else if (spare_ && spare_->pid == in.pid) {
     LOG_WARN("worker {}: the warm spare (pid {}) {} before it was given a rank; later generations start cold "
-             "(does the program call wait_for_assignment()?)",
-             opt_.worker_id, in.pid, in.exit.Describe());
+             "(does the program call wait_for_assignment()?){}",
+             opt_.worker_id, in.pid, in.exit.Describe(),
+             in.stderr_tail.empty() ? "" : fmt::format(" [its stderr ended: {}]", in.stderr_tail));
     spare_.reset();
     warm_failed_ = true;
   }
@@ -508,9 +510,13 @@ void LaunchMachine::EndGeneration(double now, Actions* out) {
     ended.outcome = GenerationOutcome::kCompleted;
   } else {
     ended.outcome = GenerationOutcome::kFailed;
+    // Its last words on stderr name the cause (a traceback's last line) where its exit
+    // code does not; the whole of them is in this worker's log (logs/<worker>.log).
     ended.error = what;
+    if (!g.prog->stderr_tail.empty()) ended.error += fmt::format(" [its stderr ended: {}]", g.prog->stderr_tail);
   }
-  LOG_INFO("worker {}: generation {}: {} ({})", opt_.worker_id, g.a.generation, what, Name(ended.outcome));
+  LOG_INFO("worker {}: generation {}: {} ({})", opt_.worker_id, g.a.generation,
+           ended.error.empty() ? what : ended.error, Name(ended.outcome));
   out->push_back(SendToAgent{ended});
   gen_.reset();
   if (spare_due_ > 0) spare_due_ = now;

@@ -133,7 +133,10 @@ struct SpareAssigned { int program = 0; Status status; };   // the answer to Ass
 struct ListenProbed { int64_t generation = 0; bool listening = false; bool runs = true; };
 struct ProgramSaid { int program = 0; ProgramMessage message; };
 struct ProgramChannelClosed { int program = 0; };   // end of file or garbage: no longer read
-struct ProcessReaped { int pid = 0; ProcessExit exit; };  // any child (a program's last words were read first)
+// Any child (a program's last words were read first). stderr_tail: a program's last
+// lines on stderr, printable, joined by " | " (common/output_tail.h); quoted by the error
+// of a generation it fails.
+struct ProcessReaped { int pid = 0; ProcessExit exit; std::string stderr_tail; };
 struct Tick {};                                     // time passed: deadlines, ticks, spares, sweeps
 
 using LaunchInput = std::variant<Begin, AgentSaid, AgentGone, PreemptionNotice, MasterResolved, MasterPublished,
@@ -210,6 +213,7 @@ class LaunchMachine {
     bool killed = false;      // this worker sent it SIGKILL
     bool exited = false;
     ProcessExit exit;
+    std::string stderr_tail;  // once exited
   };
   enum class Phase { kAwaitingMaster, kStarting, kRunning };
   struct Generation {

@@ -1,6 +1,7 @@
 // The launched worker's executor: the I/O of launch/launch_machine.h, which decides.
 #include "launch/launched_worker.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <deque>
 #include <map>
@@ -18,6 +21,7 @@
 #include "common/events.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/output_tail.h"
 #include "common/process.h"
 #include "common/signals.h"
 #include "common/wakeup.h"
@@ -42,6 +46,10 @@ using namespace launch;  // NOLINT: the machine's inputs and actions
 constexpr double kPollSliceSeconds = 0.01;
 // How long the children get to die after the SIGKILL of the worker's departure.
 constexpr double kReapAllSeconds = 1;
+// A program's stderr pipe holds this much while the worker does not read it (it waits for
+// rank 0's address): a program that writes more blocks until it does. Best effort (Linux
+// caps it at /proc/sys/fs/pipe-max-size, 1 MiB by default).
+constexpr int kStderrPipeBytes = 1 << 20;
 
 // SIGTERM (a preemption notice), shared with the signal thread: the handler holds it, so
 // a late notice after Run returned touches nothing of the executor.
@@ -56,11 +64,15 @@ class LaunchedWorker {
   int Run();
 
  private:
-  // A program's process and channel (the machine knows it by `id`).
+  // A program's process, channel and stderr (the machine knows it by `id`). Its stderr
+  // is a pipe to this worker, which copies it to its own (the worker's log) and keeps its
+  // end for the error of a generation it fails.
   struct ProgramIo {
     int pid = -1;
     std::unique_ptr<Channel> ch;
     bool ch_open = true;
+    int err_fd = -1;  // the pipe's read end; -1 once closed
+    OutputTail err_tail;
   };
 
   void Feed(const LaunchInput& in);
@@ -84,6 +96,8 @@ class LaunchedWorker {
   bool ReadAgent();                        // queues what the agent sent; false: it is gone
   void FeedAgent();                        // steps the queue while the machine takes it
   void ReadProgram(int id, bool exited);   // steps what program `id` said
+  static void CopyStderr(ProgramIo& p);    // what it wrote on stderr, to this worker's stderr
+  void CopyAllStderr();
   void Reap();
   bool AwaitingMasterGoesOn();
   void KillAll();
@@ -155,6 +169,14 @@ std::optional<LaunchInput> LaunchedWorker::Do(const StartProgram& a) {
   auto pair = MakeChannelPair();
   if (!pair.ok()) return fail(pair.status());
   auto [mine, theirs] = pair.value();
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(mine);
+    ::close(theirs);
+    return fail(Status::IOError(fmt::format("a pipe for the program's stderr: {}", std::strerror(errno))));
+  }
+  ::fcntl(err[0], F_SETFL, ::fcntl(err[0], F_GETFL) | O_NONBLOCK);  // the child's end stays blocking
+  ::fcntl(err[0], F_SETPIPE_SZ, kStderrPipeBytes);
   SpawnSpec spec;
   spec.program = program_[0];
   spec.args.assign(program_.begin() + 1, program_.end());
@@ -163,16 +185,20 @@ std::optional<LaunchInput> LaunchedWorker::Do(const StartProgram& a) {
   spec.env.insert_or_assign("ELASTRAIN_WARM", std::string(a.spare ? "1" : "0"));
   spec.env_drop_prefixes = SecretEnvironmentPrefixes();
   spec.channel_fd = theirs;
+  spec.stderr_fd = err[1];
   spec.own_process_group = false;  // the worker's group: one kill(-pgid) ends the whole tree
   auto pid = SpawnProcess(spec);
   ::close(theirs);
+  ::close(err[1]);
   if (!pid.ok()) {
     ::close(mine);
+    ::close(err[0]);
     return fail(pid.status());
   }
   ProgramIo& p = programs_[a.program];
   p.pid = pid.value();
   p.ch = std::make_unique<Channel>(mine);
+  p.err_fd = err[0];
   LOG_INFO("worker {}: started {} {} (pid {})", job_.worker_id, a.spare ? "spare" : "program", program_[0], p.pid);
   return ProgramStarted{a.program, p.pid};
 }
@@ -225,6 +251,7 @@ std::optional<LaunchInput> LaunchedWorker::Do(const ResolveMaster& a) {
 }
 
 bool LaunchedWorker::AwaitingMasterGoesOn() {
+  CopyAllStderr();  // a spare's, while the rank waits
   Feed(Tick{});
   if (!ReadAgent()) return false;
   if (notice_->raised && !notice_fed_) {
@@ -323,18 +350,53 @@ void LaunchedWorker::ReadProgram(int id, bool exited) {
   Feed(ProgramChannelClosed{id});
 }
 
+// Non-blocking: whatever the pipe holds now. Copied as it comes, so the worker's log keeps
+// the program's lines in their order among the worker's own.
+void LaunchedWorker::CopyStderr(ProgramIo& p) {
+  char buf[1 << 16];
+  while (p.err_fd >= 0) {
+    const ssize_t n = ::read(p.err_fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {  // end of file: it and every child of it closed their stderr
+      ::close(p.err_fd);
+      p.err_fd = -1;
+      return;
+    }
+    p.err_tail.Append(std::string_view(buf, static_cast<size_t>(n)));
+    for (ssize_t done = 0; done < n;) {  // the log; a write that fails loses the copy, not the tail
+      const ssize_t w = ::write(STDERR_FILENO, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += w;
+    }
+  }
+}
+
+void LaunchedWorker::CopyAllStderr() {
+  for (auto& [id, p] : programs_) CopyStderr(p);
+}
+
 void LaunchedWorker::Reap() {
   for (;;) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
+    std::string tail;
     for (auto it = programs_.begin(); it != programs_.end(); ++it) {
       if (it->second.pid != pid) continue;
       ReadProgram(it->first, /*exited=*/true);  // its last words
-      programs_.erase(it->first);
+      if (auto again = programs_.find(it->first); again != programs_.end()) {
+        // Everything it wrote is in the pipe now; what its own children write later is
+        // theirs (they are swept as orphans).
+        CopyStderr(again->second);
+        tail = again->second.err_tail.OneLine();
+        if (again->second.err_fd >= 0) ::close(again->second.err_fd);
+        programs_.erase(again);
+      }
       break;
     }
-    Feed(ProcessReaped{pid, ProcessExitFromStatus(status)});
+    Feed(ProcessReaped{pid, ProcessExitFromStatus(status), std::move(tail)});
   }
 }
 
@@ -346,11 +408,15 @@ void LaunchedWorker::PollOnce() {
   for (const auto& [id, p] : programs_) {
     ids.push_back(id);
     fds.push_back({p.ch_open ? p.ch->fd() : -1, POLLIN, 0});
+    fds.push_back({p.err_fd, POLLIN, 0});
   }
   ::poll(fds.data(), fds.size(), static_cast<int>(wait * 1000));
   if (fds[1].revents) notice_->wake.Drain();
-  for (size_t i = 0; i < ids.size() && !exit_code_; ++i)
-    if (fds[i + 2].revents) ReadProgram(ids[i], /*exited=*/false);
+  for (size_t i = 0; i < ids.size() && !exit_code_; ++i) {
+    if (fds[2 * i + 3].revents)
+      if (auto it = programs_.find(ids[i]); it != programs_.end()) CopyStderr(it->second);
+    if (fds[2 * i + 2].revents) ReadProgram(ids[i], /*exited=*/false);
+  }
 }
 
 void LaunchedWorker::KillAll() {

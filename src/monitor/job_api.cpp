@@ -160,6 +160,7 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
     s.checkpoint_period = cfg->checkpoint_period;
     s.cost_per_worker_hour = cfg->cost_per_worker_hour;
     s.model_name = cfg->model.name;
+    s.launched = !cfg->launch_program.empty();
   }
   const JobRecord rec = v.cluster.record.value_or(JobRecord());
   s.state = rec.state;

@@ -1,5 +1,6 @@
 #include "monitor/prometheus.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -196,7 +197,13 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
   for (int i = 0; i < kNumTimeCategories; ++i)
     x.Sample("time_seconds_total", g.seconds[i],
              fmt::format("category=\"{}\"", TimeCategoryName(static_cast<TimeCategory>(i))));
-  x.Gauge("goodput_ratio", "productive training time / wall time", g.goodput());
+  // A launched program that reports no steps: its productive time is unknown (NaN), not 0.
+  const bool launched = has_job && status.contains("launched") && status["launched"].is_boolean() &&
+                        status["launched"].get<bool>();
+  const bool steps_known = !launched || std::any_of(run.metrics.begin(), run.metrics.end(),
+                                                    [](const nlohmann::json& m) { return m.contains("step"); });
+  x.Gauge("goodput_ratio", "productive training time / wall time (NaN: a launched program that reports no steps)",
+          steps_known ? g.goodput() : NAN);
   x.Counter("redone_steps_total", "steps trained again after a failure", static_cast<double>(g.redone_steps));
   x.Counter("worker_seconds_total", "worker-seconds of RUNNING generations", g.worker_seconds);
   const double price = st("cost_per_worker_hour");

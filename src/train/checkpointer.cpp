@@ -261,8 +261,11 @@ Status Checkpointer::WriteInBackground(int64_t step, std::string dir, std::share
   saved.wait_seconds = waited;
   saved.save_seconds = save_seconds;
   events_->Emit(saved);
-  LOG_INFO("checkpoint saved: {} ({:.2f}s in the background, {:.2f}s of it removing old checkpoints)", dir,
-           SecondsSince(t0), prune_seconds);
+  // async_checkpointing=false: Save waited for this thread, and the step with it.
+  LOG_INFO("checkpoint saved: {} ({:.2f}s{}, {:.2f}s of it removing old checkpoints)", dir, SecondsSince(t0),
+           cfg_.async_checkpointing ? " in the background"
+                                    : ", synchronously: async_checkpointing=false, the step waited for it;",
+           prune_seconds);
   if (on_commit_) on_commit_(step);
   return Status::OK();
 }

@@ -462,7 +462,10 @@ Status Trainer::Finish(GenerationResult* out) {
   return Status::OK();
 }
 
+// eval_interval <= 0 turns evaluation off, as in MaxText (its base.yml: eval_interval: -1):
+// neither at the start, nor between steps, nor at the end.
 Status Trainer::EvaluateAndRecord(int64_t step, TrainSummary* s) {
+  if (cfg_.eval_interval <= 0) return Status::OK();
   ELASTRAIN_ASSIGN_OR_RETURN(double l, Evaluate());
   if (step == 0) s->first_eval_loss = l;
   s->final_eval_loss = l;

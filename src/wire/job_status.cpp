@@ -15,8 +15,8 @@ ELASTRAIN_JSON_RECORD(JobStatusRank, rank, host, agent, worker, pid, step, phase
 ELASTRAIN_JSON_RECORD(JobStatusHost, host, health, check, reason, checked_at, expires_at, excluded_until)
 ELASTRAIN_JSON_RECORD(JobStatusEvent, time, event, detail)
 ELASTRAIN_JSON_RECORD(JobStatus, job, run_dir, steps, num_workers, max_failures, checkpoint_period,
-                      cost_per_worker_hour, model_name, state, reason, generation, world, step, failures, restarts,
-                      latest_checkpoint_step, started_at, ended_at, agents, ranks, idle_workers, time, hosts,
+                      cost_per_worker_hour, model_name, launched, state, reason, generation, world, step, failures,
+                      restarts, latest_checkpoint_step, started_at, ended_at, agents, ranks, idle_workers, time, hosts,
                       gray_events)
 ELASTRAIN_JSON_RECORD(SubmittedJob, job_id, run_dir)
 
@@ -57,10 +57,20 @@ std::string FormatJobStatus(const JobStatus& s) {
   std::string out;
   out += fmt::format("job {}: {}\n", s.job, JobStateName(s.state));
   out += fmt::format("  {}\n", s.reason);
-  out += fmt::format("  generation {}, {} workers (num_workers={}), step {} of {}\n", s.generation, s.world,
-                     s.num_workers, s.step, s.steps);
-  out += fmt::format("  failures {} (max_failures={}), restarts {}, latest checkpoint step {}\n", s.failures,
-                     s.max_failures, s.restarts, s.latest_checkpoint_step);
+  // A launched program's steps are its own (the config's `steps` is the trainer's).
+  const bool reported = s.step > 0 || s.latest_checkpoint_step >= 0;
+  const std::string step = !s.launched ? fmt::format("step {} of {}", s.step, s.steps)
+                           : reported  ? fmt::format("step {} (reported by the program)", s.step)
+                                       : std::string("no step reported by the program");
+  out += fmt::format("  generation {}, {} workers (num_workers={}), {}\n", s.generation, s.world, s.num_workers, step);
+  const std::string ckpt = s.latest_checkpoint_step >= 0
+                               ? fmt::format("latest checkpoint step {}", s.latest_checkpoint_step)
+                           : s.launched ? std::string("no checkpoint reported by the program")
+                                        : std::string("no checkpoint yet");
+  out += fmt::format("  failures {} (max_failures={}), restarts {}, {}\n", s.failures, s.max_failures, s.restarts,
+                     ckpt);
+  if (s.launched && !reported)
+    out += "  (the program reports no steps or checkpoints: elastrain_worker does, docs/launch.md)\n";
   out += fmt::format("  run directory {}\n", s.run_dir);
   if (!s.ranks.empty()) {
     // compute and wait: seconds per step, means over the rank's last timed steps.

@@ -74,6 +74,10 @@ struct JobStatus {
   int64_t checkpoint_period = 0;
   double cost_per_worker_hour = 0;
   std::string model_name;
+  // A launched program's job (`elastrain launch`, `submit -- PROGRAM`): its steps and
+  // checkpoints are the ones it reports (elastrain_worker, docs/launch.md), and a program
+  // that reports none leaves them unknown, not 0 and -1.
+  bool launched = false;
   // From the controller's job record (wire/protocol.h JobRecord).
   JobState state = JobState::kPending;
   std::string reason;

@@ -49,6 +49,8 @@ PORT=${URL##*:}
 [ "$(stat -c %a "$HOME/.elastrain")" = 700 ] && [ "$(stat -c %a "$TOKEN_FILE")" = 600 ] \
   && grep -qE '^[0-9a-f]{64}$' "$TOKEN_FILE" && pass "head token created: dir 0700, file 0600, 64 hex digits; URL $URL" \
   || fail "head token: $(stat -c '%a %n' "$HOME/.elastrain" "$TOKEN_FILE")"
+[ "$(stat -c %a "$HOME/.elastrain/head_url")" = 600 ] && pass "head_url is 0600 (issue 34)" \
+  || fail "head_url: $(stat -c '%a %n' "$HOME/.elastrain/head_url")"
 grep -qF "dashboard: $URL/ (token in $TOKEN_FILE, never printed" "$WORK/main.log" && ! grep -qF "$TOKEN" "$WORK/main.log" \
   && pass "the printed dashboard line names the token file, not the token: $(grep -m1 '^dashboard: ' "$WORK/main.log")" \
   || fail "dashboard line: $(grep dashboard "$WORK/main.log")"
@@ -204,6 +206,8 @@ bg_track $TLSRUN
 wait_step "$run" 1 120 || fail "the HTTPS run did not start: $(tail -3 "$WORK/tlsrun.out")"
 grep -q '^https://127.0.0.1:' "$run/head_url" && pass "an embedded run with dashboard_tls_cert records $(cat "$run/head_url")" \
   || fail "head_url of the HTTPS run: $(cat "$run/head_url")"
+[ "$(stat -c %a "$run/head_url")" = 600 ] && pass "an embedded run's head_url is 0600" \
+  || fail "the embedded run's head_url: $(stat -c '%a %n' "$run/head_url")"
 out=$("$BIN" status --run-dir "$run" --ca-cert "$WORK/certs/ca.crt" 2>&1) && pass "status --run-dir over HTTPS: $(head -1 <<<"$out")" \
   || fail "status --run-dir over HTTPS: $out"
 expect_error "status --run-dir over HTTPS without the CA" "did not verify" -- status --run-dir "$run"

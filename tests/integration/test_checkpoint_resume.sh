@@ -13,6 +13,16 @@ cmp -s "$WORK/straight.bin" "$WORK/resumed.bin" && pass "final parameters bit-id
 a=$(step_losses runs/straight/metrics.jsonl | awk '$1 > 20'); b=$(step_losses runs/resumed/metrics.jsonl | tail -20)
 [ "$(echo "$a" | grep -c .)" -eq 20 ] && [ "$a" = "$b" ] && pass "losses of steps 21-40 identical" || fail "losses differ: $(diff <(echo "$a") <(echo "$b") | head -3)"
 
+# 1a. The save message says how the save ran (issue 34: async_checkpointing=false said
+# "in the background" too).
+grep -q "checkpoint saved: .*step_00000020 ([0-9.]*s in the background," runs/straight/train.log \
+  && pass "async_checkpointing=true: saved in the background" || fail "async: $(grep 'checkpoint saved' runs/straight/train.log)"
+"$BIN" train "${common[@]}" steps=4 checkpoint_period=2 async_checkpointing=false run_name=sync >/dev/null 2>&1 || fail "sync run"
+n=$(grep -c "checkpoint saved: .*, synchronously: async_checkpointing=false, the step waited for it;" runs/sync/train.log || true)
+[ "$n" -eq 2 ] && ! grep -q "in the background" runs/sync/train.log \
+  && pass "async_checkpointing=false: both saves say they were synchronous, none 'in the background'" \
+  || fail "sync saves: $(grep 'checkpoint saved' runs/sync/train.log)"
+
 # 1b. MaxText's learning_rate_schedule_steps keeps the schedule when a run's steps are
 # extended: 20 of a 40-step schedule, then the same run extended (steps=-1 follows the
 # schedule) ends bit-identical to 40 straight. Without it the schedule follows steps, so

@@ -78,13 +78,12 @@ expect_refused "logs/ is a link" "r8/logs: .*symbolic link" train "${tiny[@]}" r
 [ -z "$(ls -A "$WORK/elsewhere_logs")" ] && pass "nothing was written into the linked logs folder" \
   || fail "the linked logs folder got files: $(ls -A "$WORK/elsewhere_logs")"
 
-# 7. What a good run creates is private: files 0600, folders 0700 (the API's head_url, a
-#    locator without secrets, is the one file others may read).
+# 7. What a good run creates is private: files 0600, folders 0700 (the API's head_url too).
 make_corpus "$WORK/corpus.txt"
 out=$(timeout 300 "$BIN" train "${tiny[@]}" run_name=ok num_workers=2 checkpoint_period=1 dataset_type=text \
   vocab_size=256 max_target_length=32 dataset_path="$WORK/corpus.txt" 2>&1) || fail "a good run failed: $(tail -3 <<<"$out")"
 # The token cache (a copy of the training text) is under $RUNS/.cache.
-open_files=$(find "$RUNS/ok" "$RUNS/.cache" ! -name head_url -perm /077)
+open_files=$(find "$RUNS/ok" "$RUNS/.cache" -perm /077)
 [ -n "$(find "$RUNS/ok" -name '*.safetensors' -print -quit)" ] && [ -n "$(ls "$RUNS/.cache")" ] && [ -z "$open_files" ] \
   && pass "a run's files and folders, and the token cache, are private ($(find "$RUNS/ok" "$RUNS/.cache" | wc -l) entries)" \
   || fail "not private: $open_files"

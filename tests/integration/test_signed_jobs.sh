@@ -68,6 +68,18 @@ out=$(api submit model_name=tiny num_workers=2 threads_per_worker=1 steps=400 lo
   && pass "submit: $out" || fail "submit: $out"
 run=$WORK/runs/signed
 wait_step "$run" 10 120 || fail "no step 10: $(tail -3 "$WORK/head.log")"
+# Issue 34: during the cluster job, status and the head's /metrics report the newest
+# checkpoint and the goodput (they said "latest checkpoint step -1" and 0).
+saved() { [ -n "$(ev "$run" checkpoint_saved step | awk '$1 >= 10' | head -1)" ]; }
+wait_until 120 saved || fail "no checkpoint at step >= 10: $(ev "$run" checkpoint_saved step | tr '\n' ' ')"
+ckpt_seen() { [ "$(api status --json | "$JQ" latest_checkpoint_step)" -ge 10 ] 2>/dev/null; }
+wait_until 30 ckpt_seen && line=$(api status | grep -o "latest checkpoint step [0-9]*") \
+  && [ "${line##* }" -ge 10 ] && pass "status: $line" || fail "status: $(api status | grep -m1 latest)"
+metrics=$(curl -sS --max-time 10 -H "Authorization: Bearer $(cat "$WORK/head/head_token")" "$HEAD/metrics" || true)
+m() { grep -m1 "^elastrain_$1 " <<<"$metrics" | cut -d' ' -f2; }
+awk -v c="$(m checkpoint_latest_step)" -v g="$(m goodput_ratio)" 'BEGIN { exit !(c >= 10 && g > 0 && g <= 1) }' \
+  && pass "the head's /metrics: checkpoint_latest_step $(m checkpoint_latest_step), goodput_ratio $(m goodput_ratio)" \
+  || fail "the head's /metrics: checkpoint_latest_step '$(m checkpoint_latest_step)', goodput_ratio '$(m goodput_ratio)'"
 gen0=$(api status --json | "$JQ" generation)
 plan0=$(etcd_get elastrain/job/plan)
 grep -q '"signature"' <<<"$plan0" && pass "the plan in etcd is signed" || fail "plan: ${plan0:0:200}"

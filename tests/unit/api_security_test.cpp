@@ -167,18 +167,22 @@ TEST(UrlFile, WrittenReadableAndRefusedWhenOthersMayWriteIt) {
   ScopedTempDir scratch("url_file");
   const std::string dir = scratch.path();
   const std::string path = dir + "/head_url";
-  const mode_t old_umask = umask(0002);
-  ASSERT_TRUE(WriteUrlFile(path, "http://127.0.0.1:8265").ok());
-  umask(old_umask);
-  struct stat st {};
-  ASSERT_EQ(stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 07777, 0644);
+  // 0600 whatever the umask (issue 34: it was 0644, readable by others).
+  for (const mode_t mask : {0000, 0002, 0077}) {
+    const mode_t old_umask = umask(mask);
+    const Status written = WriteUrlFile(path, "http://127.0.0.1:8265");
+    umask(old_umask);
+    ASSERT_TRUE(written.ok()) << written.message();
+    struct stat st {};
+    ASSERT_EQ(stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0600) << "umask " << mask;
+  }
   EXPECT_EQ(ReadUrlFile(path).value(), "http://127.0.0.1:8265");
   ASSERT_EQ(chmod(path.c_str(), 0664), 0);
   auto group = ReadUrlFile(path);
   ASSERT_FALSE(group.ok());
   EXPECT_EQ(group.status().code(), StatusCode::kInvalidArgument);
-  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
   ASSERT_EQ(symlink(path.c_str(), (dir + "/link").c_str()), 0);
   EXPECT_FALSE(ReadUrlFile(dir + "/link").ok());
   EXPECT_EQ(ReadUrlFile(dir + "/none").status().code(), StatusCode::kNotFound);

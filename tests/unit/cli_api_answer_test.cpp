@@ -75,15 +75,22 @@ TEST(CliApiAnswer, AStatusRoundTrips) {
   EXPECT_TRUE(j["ranks"][0]["pid"].is_number_integer());
   EXPECT_TRUE(j["agents"][0]["preempting"].is_boolean());
   for (const char* key : {"job", "run_dir", "steps", "num_workers", "max_failures", "checkpoint_period",
-                          "cost_per_worker_hour", "model_name", "state", "reason", "generation", "world", "step",
+                          "cost_per_worker_hour", "model_name", "launched", "state", "reason", "generation", "world", "step",
                           "failures", "restarts", "latest_checkpoint_step", "started_at", "ended_at", "agents", "ranks",
                           "idle_workers", "time", "hosts", "gray_events"})
     EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j.size(), 24u);
+  EXPECT_TRUE(j["launched"].is_boolean());
+  EXPECT_EQ(j.size(), 25u);
   // A head of a newer version may add keys.
   nlohmann::json newer = j;
   newer["new_field"] = {1, 2};
   EXPECT_TRUE(Decode(200, newer.dump()).ok());
+  // An older one lacks `launched` (issue 34): a trainer's job.
+  nlohmann::json older = j;
+  older.erase("launched");
+  auto old_answer = Decode(200, older.dump());
+  ASSERT_TRUE(old_answer.ok()) << old_answer.status().message();
+  EXPECT_FALSE(old_answer->launched);
 }
 
 TEST(CliApiAnswer, HostileAnswersAreAClearCorruption) {

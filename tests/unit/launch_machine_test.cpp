@@ -327,6 +327,27 @@ TEST_F(LaunchMachineTest, ANonZeroExitOrASignalFailsTheGenerationNamingIt) {
   EXPECT_NE(Sent<EndedMessage>(b)[0].error.find("SIGSEGV"), std::string::npos) << Sent<EndedMessage>(b)[0].error;
 }
 
+// Issue 34: a program that fails at import names its cause (the traceback's last line),
+// not only "exited with code 1"; one that completes or is stopped quotes nothing.
+TEST_F(LaunchMachineTest, AFailedProgramsErrorQuotesTheEndOfItsStderr) {
+  const std::string tail = "Traceback (most recent call last): | import no_such_module | "
+                           "ModuleNotFoundError: No module named 'no_such_module'";
+  Assign(0, 1);
+  Actions a = Feed(ProcessReaped{last_pid_, Code(1), tail});
+  ASSERT_EQ(Sent<EndedMessage>(a).size(), 1u);
+  const std::string error = Sent<EndedMessage>(a)[0].error;
+  EXPECT_NE(error.find("exited with code 1 [its stderr ended: " + tail + "]"), std::string::npos) << error;
+  Assign(1, 1);
+  Actions b = Feed(ProcessReaped{last_pid_, Code(0), tail});
+  ASSERT_EQ(Sent<EndedMessage>(b).size(), 1u);
+  EXPECT_EQ(Sent<EndedMessage>(b)[0].outcome, GenerationOutcome::kCompleted);
+  EXPECT_EQ(Sent<EndedMessage>(b)[0].error, "");
+  Assign(2, 1);
+  Actions c = Feed(ProcessReaped{last_pid_, Code(1), ""});  // nothing on stderr: nothing quoted
+  ASSERT_EQ(Sent<EndedMessage>(c).size(), 1u);
+  EXPECT_EQ(Sent<EndedMessage>(c)[0].error.find("stderr"), std::string::npos) << Sent<EndedMessage>(c)[0].error;
+}
+
 TEST_F(LaunchMachineTest, AnExitOfAnotherChildOnlyAsksForASweep) {
   Assign(0, 1);
   const int prog = last_pid_;

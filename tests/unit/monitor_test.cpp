@@ -199,6 +199,26 @@ TEST(Goodput, NoEventsGiveAnEmptyBreakdown) {
   EXPECT_EQ(g.goodput(), 0);
 }
 
+// A launched program that reports no steps: its goodput is unknown (NaN), not 0; one
+// that reports them gets its ratio.
+TEST(Prometheus, GoodputOfALaunchedProgramWithoutStepReportsIsNaN) {
+  FailureTimeline f;
+  RunSnapshot run;
+  run.events = f.events;
+  run.goodput = ComputeGoodput(run.events, {}, 1000);
+  json status = {{"job", "j"}, {"state", "RUNNING"}, {"launched", true}, {"run_dir", "/r"}};
+  EXPECT_NE(RenderPrometheus(status, run).find("\nelastrain_goodput_ratio NaN\n"), std::string::npos)
+      << RenderPrometheus(status, run);
+  run.metrics = f.metrics;
+  run.goodput = ComputeGoodput(run.events, run.metrics, 1000);
+  ASSERT_GT(run.goodput.goodput(), 0);
+  EXPECT_NE(RenderPrometheus(status, run).find("\nelastrain_goodput_ratio 0."), std::string::npos)
+      << RenderPrometheus(status, run);
+  status["launched"] = false;  // the trainer: 0 is a measurement (nothing productive yet)
+  run.metrics.clear();
+  EXPECT_EQ(RenderPrometheus(status, run).find("elastrain_goodput_ratio NaN"), std::string::npos);
+}
+
 TEST(Prometheus, FamiliesHaveHelpTypeAndCumulativeBuckets) {
   FailureTimeline f;
   RunSnapshot run;

@@ -289,6 +289,30 @@ TEST(JobStatusFormat, APerRankTableWithComputeWaitAndLastCollective) {
   EXPECT_EQ(r0.substr(col, 9), "    0.125") << text;
 }
 
+// Issue 34: "latest checkpoint step -1" and "step 355 of 200" (the trainer's default
+// steps) for a launched program that reports its own; unknown for one that reports none.
+TEST(JobStatusFormat, CheckpointAndStepLinesSayWhatIsKnown) {
+  JobStatus s = ThreeRanks();
+  s.steps = 200;
+  s.step = 30;
+  s.latest_checkpoint_step = 20;
+  EXPECT_NE(FormatJobStatus(s).find("step 30 of 200\n"), std::string::npos) << FormatJobStatus(s);
+  EXPECT_NE(FormatJobStatus(s).find("restarts 0, latest checkpoint step 20\n"), std::string::npos) << FormatJobStatus(s);
+  s.latest_checkpoint_step = -1;
+  EXPECT_NE(FormatJobStatus(s).find("restarts 0, no checkpoint yet\n"), std::string::npos) << FormatJobStatus(s);
+  s.launched = true;
+  s.step = 355;
+  std::string text = FormatJobStatus(s);
+  EXPECT_NE(text.find("step 355 (reported by the program)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("of 200"), std::string::npos) << text;
+  EXPECT_NE(text.find("no checkpoint reported by the program"), std::string::npos) << text;
+  s.step = 0;
+  text = FormatJobStatus(s);
+  EXPECT_NE(text.find("no step reported by the program"), std::string::npos) << text;
+  EXPECT_NE(text.find("elastrain_worker does, docs/launch.md"), std::string::npos) << text;
+  EXPECT_EQ(text.find("-1"), std::string::npos) << text;
+}
+
 TEST(JobStatusFormat, AnUntimedRankShowsDashesAndNoHostsOrEventsNoSections) {
   JobStatus s = ThreeRanks();
   s.ranks[1].timed_steps = 0;
