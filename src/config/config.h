@@ -123,7 +123,7 @@ struct TrainConfig {
   std::string tokenizer_path;                // sentencepiece .model; empty: bytes
   int64_t data_shuffle_seed = 0;
   double eval_split_fraction = 0.05;         // share of the corpus held out for validation
-  int64_t eval_interval = 50;                // steps between evaluations; <=0: start and end only
+  int64_t eval_interval = 50;                // steps between evaluations; <= 0: none (MaxText's -1)
   int64_t eval_steps = 4;                    // validation batches per evaluation
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)

@@ -15,8 +15,8 @@ enum class DecoderBlock {
   kLlama,    // llama2 / llama3 / llama3.1 (MaxText's llama2 block)
   kGpt2,     // gpt2 and MaxText's gpt3
   kMistral,  // llama with a sliding window when sliding_window_size is set
-  kGemma,    // GeGLU, embeddings scaled by sqrt(emb_dim), tied head
-  kGemma2,   // gemma with [local, global] layer pairs, soft caps, post norms
+  kGemma,    // nothing at run time (its files: GeGLU, a tied head divided by sqrt(emb_dim))
+  kGemma2,   // [local, global] layer pairs (its files: gemma's, soft caps, post norms)
   kQwen2,    // llama with q/k/v biases (attention_bias)
   kQwen3,    // llama with q/k RMSNorm (use_qk_norm)
 };

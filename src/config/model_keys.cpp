@@ -262,8 +262,9 @@ void BlockDefaults(DecoderBlock block, ModelConfig* m) {
 // The block a preset's model is (presets hold the family and the features, not the word).
 DecoderBlock BlockOfPreset(const ModelConfig& m) {
   if (m.family == ModelFamily::kGpt2) return DecoderBlock::kGpt2;
-  if (m.attention_layout == AttentionLayout::kAlternating) return DecoderBlock::kGemma2;
-  if (m.embedding_scale != 1.0) return DecoderBlock::kGemma;
+  if (m.attention_layout == AttentionLayout::kAlternating && m.mlp_activation == MlpActivation::kGeGlu)
+    return DecoderBlock::kGemma2;
+  if (m.mlp_activation == MlpActivation::kGeGlu) return DecoderBlock::kGemma;
   if (m.attention_layout == AttentionLayout::kAllLocal) return DecoderBlock::kMistral;
   return DecoderBlock::kLlama;
 }
@@ -362,8 +363,9 @@ Result<BuiltModel> BuildModel(const ModelInputs& in) {
 
   ModelConfig& m = b.m;
   m.name = in.model_name;
-  if (b.block == DecoderBlock::kGemma || b.block == DecoderBlock::kGemma2)
-    m.embedding_scale = m.emb_dim > 0 ? std::sqrt(static_cast<double>(m.emb_dim)) : 1.0;
+  // MaxText's gemma blocks scale nothing at run time: its checkpoint conversion stores the
+  // embedding table times sqrt(emb_dim), and the tied logits are divided by sqrt(emb_dim)
+  // (normalize_embedding_logits). Training from scratch, elastrain does as MaxText does.
   if (!m.tie_embeddings) m.normalize_embedding_logits = false;
   const bool llama31_name = StartsWith(in.model_name, "llama3.1") || StartsWith(in.model_name, "llama3.3");
   if ((b.rope_type == "llama3.1" || llama31_name) && b.rope_use_scale && m.family == ModelFamily::kLlama)

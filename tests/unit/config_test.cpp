@@ -273,7 +273,6 @@ TEST(ConfigValidate, EachRuleNamesKeyAndValue) {
       {"threads_per_worker=-1", "threads_per_worker=-1: expected an integer >= 0"},
       {"gemm_backend=mkl", "gemm_backend=mkl: expected one of onednn, openblas"},
       {"log_level=verbose", "log_level=verbose: expected one of trace, debug, info, warn, error"},
-      {"run_name=", "run_name=: expected a non-empty name"},
       {"run_name=a/b", "run_name=a/b: expected one folder name under base_output_directory"},
       {"run_name=..", "run_name=..: expected one folder name"},
       {"run_name=a b", "run_name=a b: expected one folder name"},
@@ -363,6 +362,18 @@ TEST(ConfigChoices, EveryWordOfEveryTableRoundTrips) {
   auto preset = Load({"model_name=tiny-gpt2", "decoder_block="});
   ASSERT_TRUE(preset.ok()) << preset.status().message();
   EXPECT_EQ(preset->decoder_block, DecoderBlock::kGpt2);
+}
+
+TEST(ConfigRunName, TheDefaultIsNewForEveryRun) {
+  auto a = LoadConfig("", {"model_name=tiny"}, nullptr);
+  auto b = LoadConfig("", {"model_name=tiny", "run_name="}, nullptr);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_THAT(a->run_name, ::testing::MatchesRegex("run-[0-9]{8}-[0-9]{6}-[0-9a-f]{4}"));
+  EXPECT_NE(a->run_name, b->run_name);
+  // The resolved config names it, so that every worker and a reload agree.
+  auto again = LoadConfigText(ConfigToYaml(*a), "config.yml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->run_name, a->run_name);
 }
 
 TEST(ConfigChoices, BadWordNamesKeyValueAndTheAllowedWords) {

@@ -1,0 +1,55 @@
+# Issue 34, "Done when" 3: the README's quick start, literally as written, top to bottom in
+# one shell, in a fresh clone of this repository (build/ is the harness's build, so the
+# `make` lines are the only ones not run: the test runs after `make`). Every command must
+# succeed (set -e); then what they should have left is checked: each train wrote its own
+# run directory, the elastic rehearsal was killed and stopped, the submitted job succeeded.
+# HOME is the test's own (the head's token and keys), and every process the README starts
+# in the background is killed on every exit path.
+source "$(dirname "$0")/lib.sh"
+git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1 || { echo "skip: $SRC is not a git clone"; exit 77; }
+command -v etcd >/dev/null || { fail "etcd is not installed (scripts/install_deps.sh)"; finish; exit 1; }
+for port in 2379 2380 8265; do
+  if ss -ltn "sport = :$port" 2>/dev/null | grep -q LISTEN; then echo "skip: port $port is taken (the README's etcd and head use it)"; exit 77; fi
+done
+clone="$WORK/clone"
+git clone -q "$SRC" "$clone"
+# The working tree's README (what a reader sees), in the clone the harness just built.
+cp "$SRC/README.md" "$clone/README.md"
+ln -s "$(cd "$(dirname "$BIN")" && pwd)" "$clone/build"
+mkdir -p "$WORK/home"
+
+# The shell blocks of the "Quick start" section, in order; `make` lines are the build.
+script="$WORK/quickstart.sh"
+{
+  echo "set -ex"
+  awk '/^## Quick start/ { on = 1; next } on && /^## / { exit } on && /^```sh/ { code = 1; next }
+       on && /^```/ { code = 0; next } code { print }' "$clone/README.md" | grep -v '^make\b'
+} >"$script"
+ncmd=$(grep -cv '^\s*\(#\|$\)' "$script")
+[ "$ncmd" -ge 15 ] && pass "README quick start: $((ncmd - 1)) lines of shell to run" || fail "only $ncmd lines found in README's quick start"
+
+rc=0
+( cd "$clone" && HOME="$WORK/home" setsid bash "$script" >"$WORK/quickstart.out" 2>&1 ) &
+pid=$!
+bg_track $pid
+cleanup_tree() { pkill -KILL -s "$(ps -o sid= -p $pid 2>/dev/null | tr -d ' ')" 2>/dev/null || true; }
+timeout 900 tail --pid=$pid -f /dev/null || true
+wait $pid || rc=$?
+# Whatever the script left running (it kills its own; a failure may not have).
+pkill -KILL -f "$clone/build/elastrain" 2>/dev/null || true
+pkill -KILL -f "etcd --data-dir runs/etcd" 2>/dev/null || true
+if [ "$rc" -eq 0 ]; then
+  pass "every command succeeded, top to bottom"
+else
+  fail "the quick start stopped (exit $rc) at: $(grep '^+ ' "$WORK/quickstart.out" | tail -1): $(tail -5 "$WORK/quickstart.out")"
+fi
+runs="$clone/runs"
+n=$(ls -d "$runs"/run-* 2>/dev/null | wc -l)
+[ "$n" -ge 5 ] && pass "$n trains, $n run directories (no run resumed another's)" || fail "$n default run directories: $(ls "$runs")"
+grep -q '"event":"worker_failed"\|"event":"generation_failed"' "$runs/elastic/events.jsonl" 2>/dev/null \
+  && pass "the elastic rehearsal lost rank 1 and went on" || fail "no failure in runs/elastic/events.jsonl"
+grep -q "the job exited 4" "$WORK/quickstart.out" && pass "elastrain stop saved and stopped it (exit 4)" \
+  || fail "the elastic job did not exit 4: $(grep -a 'exited' "$WORK/quickstart.out" | tail -2)"
+grep -q "succeeded\|finished" <(grep -a -A3 "elastrain submit" "$WORK/quickstart.out") \
+  && pass "the submitted cluster job finished" || fail "submit: $(grep -a -A5 'elastrain submit' "$WORK/quickstart.out" | tail -4)"
+finish
