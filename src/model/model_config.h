@@ -101,7 +101,9 @@ struct ModelConfig {
 
 // Presets: tiny, tiny-gpt2 (tests), small (~13M llama), gpt2-124m, and MaxText's
 // llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b,
-// gpt3-175b (the shapes of its configs/models/<name>.yml).
+// gpt3-175b (the shapes of its configs/models/<name>.yml); and the small test presets of
+// the families (tests/integration/test_family_reference.sh): tiny-llama31, tiny-mistral,
+// tiny-qwen2, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-zloss, tiny-gpt3.
 Result<ModelConfig> ModelPreset(const std::string& name);
 std::vector<std::string> ModelPresetNames();
 
