@@ -37,8 +37,8 @@ Batch MakeBatch(int64_t B, int64_t T, int64_t V, uint64_t seed) {
   return b;
 }
 
-void CheckModelGradient(const char* preset, RematPolicy remat) {
-  ModelConfig cfg = Tiny(preset);
+void CheckModelGradient(const ModelConfig& cfg, RematPolicy remat) {
+  const char* preset = cfg.name.c_str();
   const int64_t B = 2, T = 6;
   Transformer<double> model(cfg, B, T, remat);
   const ParamLayout& lay = model.layout();
@@ -66,6 +66,17 @@ void CheckModelGradient(const char* preset, RematPolicy remat) {
       ASSERT_LT(err, 1e-5) << preset << " " << t.name << "[" << j << "]: analytic " << g[i] << " numeric " << num;
     }
   }
+}
+void CheckModelGradient(const char* preset, RematPolicy remat) { CheckModelGradient(Tiny(preset), remat); }
+
+// The output options that do not depend on the block, on the gpt2 family too.
+TEST(ModelTest, Gpt2NormalizedCappedZLossGradientMatchesFiniteDifferences) {
+  ModelConfig cfg = Tiny("tiny-gpt2");
+  cfg.normalize_embedding_logits = true;
+  cfg.final_logits_soft_cap = 0.5;
+  cfg.z_loss = 0.1;
+  ASSERT_TRUE(cfg.Validate().ok()) << cfg.Validate().message();
+  CheckModelGradient(cfg, RematPolicy::kNone);
 }
 
 TEST(ModelTest, TinyLlamaGradientMatchesFiniteDifferences) { CheckModelGradient("tiny", RematPolicy::kNone); }
