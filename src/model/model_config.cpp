@@ -132,6 +132,10 @@ ModelConfig Make(std::string name, ModelFamily fam, int64_t V, int64_t C, int64_
 // test_family_reference.sh checks each against an independent PyTorch model). Their
 // soft caps are far smaller than the real models' (30, 50) so that the caps bend the
 // logits of a freshly initialised tiny model and a wrong cap cannot pass the check.
+// Gemma has no embedding scale here, as in MaxText: MaxText stores Gemma's embedding
+// already multiplied by sqrt(emb_dim) (its checkpoint conversion does that) and divides
+// the tied logits by sqrt(emb_dim) (normalize_embedding_logits), which is the published
+// model (embeddings times sqrt(emb_dim), logits by the unscaled table) in that storage.
 std::vector<ModelConfig> FamilyPresets() {
   using F = ModelFamily;
   std::vector<ModelConfig> out;
@@ -159,14 +163,12 @@ std::vector<ModelConfig> FamilyPresets() {
     m.mlp_activation = MlpActivation::kGeGlu;
     m.tie_embeddings = true;
     m.normalize_embedding_logits = true;
-    m.embedding_scale = 8.0;  // sqrt(emb_dim)
     m.norm_eps = 1e-6;
   });
   add(Make("tiny-gemma2", F::kLlama, 256, 64, 4, 4, 2, 16, 128, 64), [](ModelConfig& m) {
     m.mlp_activation = MlpActivation::kGeGlu;
     m.tie_embeddings = true;
     m.normalize_embedding_logits = true;
-    m.embedding_scale = 8.0;
     m.norm_eps = 1e-6;
     m.sliding_window = 5;
     m.attention_layout = AttentionLayout::kAlternating;

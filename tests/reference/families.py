@@ -6,7 +6,8 @@ Usage: families.py DIR [DIR ...]   (each DIR written by `family_check PRESET DIR
 Each model is written from the published definitions -- Meta's Llama reference
 (interleaved RoPE as complex rotations, Llama 3.1's apply_scaling), Hugging Face
 transformers' Mistral (sliding window), Qwen2 (q/k/v biases), Qwen3 (per-head q/k
-RMSNorm before RoPE), Gemma (GeGLU, embeddings times sqrt(hidden), RMSNorm as x*(1+w)),
+RMSNorm before RoPE), Gemma (GeGLU, embeddings times sqrt(hidden) with the tied head reading the unscaled
+table, RMSNorm as x*(1+w)),
 Gemma2 (alternating sliding/global layers, attention and final logit soft-capping,
 post-attention and post-feedforward norms) and GPT-2/GPT-3 (LayerNorm, learned
 positions, biases, tanh GELU, tied head) -- plus MaxText's options that those models
@@ -119,9 +120,14 @@ def llama_like(P, c, fam, inputs):
     B, T = inputs.shape
     C, Hq, Hkv, hd, eps = c["emb_dim"], c["num_heads"], c["num_kv_heads"], c["head_dim"], c["norm_eps"]
     gemma = fam.get("gemma_norm", False)
-    x = P["embed.wte"][inputs]
     if fam.get("embed_normalizer"):
-        x = x * torch.tensor(C, dtype=DT).sqrt()
+        # Gemma: inputs_embeds * sqrt(hidden), logits by the same (tied) table. MaxText
+        # (and elastrain) store that table times sqrt(hidden): E = stored / sqrt(hidden).
+        table = P["embed.wte"] / math.sqrt(C)
+        x = table[inputs] * torch.tensor(C, dtype=DT).sqrt()
+    else:
+        table = P["embed.wte"]
+        x = table[inputs]
     freqs = rope_frequencies(hd, c["rope_theta"], fam.get("rope", "default"))
     angles = torch.outer(torch.arange(T, dtype=DT), freqs)
     freqs_cis = torch.polar(torch.ones_like(angles), angles)
@@ -156,10 +162,10 @@ def llama_like(P, c, fam, inputs):
             m = rms_norm(m, L("post_ffw_norm.w"), eps, gemma)
         x = x + m
     x = rms_norm(x, P["final_norm.w"], eps, gemma)
-    head = P["embed.wte"] if fam.get("tied") else P["lm_head.w"]
+    head = table if fam.get("tied") else P["lm_head.w"]
     logits = x @ head.T
-    if fam.get("tied") and c["normalize_embedding_logits"]:  # MaxText's option
-        logits = logits / math.sqrt(C)
+    if fam.get("tied") and c["normalize_embedding_logits"] and not fam.get("embed_normalizer"):
+        logits = logits / math.sqrt(C)  # MaxText's option, for the other tied models
     if fam.get("softcaps"):
         cap = c["final_logits_soft_cap"]
         logits = torch.tanh(logits / cap) * cap
@@ -196,9 +202,11 @@ def check_flags(preset, c, fam):
         "rope_scaling": fam.get("rope", "none"),
         "attention_layout": {"all": "all_local", "even": "alternating"}.get(fam.get("sliding"), "global"),
         "mlp_activation": {"silu": "swiglu", "gelu_tanh": "geglu"}.get(fam.get("act"), "gelu"),
-        "embedding_scale": math.sqrt(c["emb_dim"]) if fam.get("embed_normalizer") else 1.0,
+        "embedding_scale": 1.0,
     }
     bad = [f"{k}={c[k]!r} (expected {v!r})" for k, v in want.items() if c[k] != v]
+    if fam.get("embed_normalizer") and not c["normalize_embedding_logits"]:
+        bad.append("normalize_embedding_logits=False: Gemma's stored table is E*sqrt(hidden)")
     if fam.get("softcaps") and not (c["attn_logits_soft_cap"] > 0 and c["final_logits_soft_cap"] > 0):
         bad.append("soft caps missing")
     if not fam.get("softcaps") and (c["attn_logits_soft_cap"] or c["final_logits_soft_cap"]):
