@@ -187,6 +187,13 @@ RankPlan PlanRank(const Mesh& mesh, const ModelConfig& m, const PlanBatch& batch
     v.payload_bytes = 4 * batch.micro_batch * T * m.emb_dim;
     v.sent_bytes = v.calls * ring(v.payload_bytes, n, 2);
     p.collectives.push_back(v);
+    if (m.qk_norm) {  // the replicated QK-norm scales see only a rank's heads
+      CollectiveVolume q{MeshAxis::kTensor, "allreduce", "QK-norm scale gradients, once per layer in bwd", 0, 0, 0};
+      q.calls = m.num_layers * p.micro_batches;
+      q.payload_bytes = 4 * 2 * m.head_dim;
+      q.sent_bytes = q.calls * ring(q.payload_bytes, n, 2);
+      p.collectives.push_back(q);
+    }
   }
   if (mesh.fsdp() > 1) {
     const int n = mesh.fsdp();
