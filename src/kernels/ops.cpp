@@ -322,6 +322,77 @@ void qk_rmsnorm_backward(T* dqkv, T* dwq, T* dwk, const T* raw, const T* rstd, c
   }
 }
 
+template <typename T>
+void qk_global_sumsq(T* sumsq, const T* qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t hd) {
+  const int64_t S = (Hq + 2 * Hkv) * hd;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* x = qkv + n * S;
+    double q = 0, k = 0;
+    for (int64_t i = 0; i < Hq * hd; ++i) q += static_cast<double>(x[i]) * x[i];
+    for (int64_t i = Hq * hd; i < (Hq + Hkv) * hd; ++i) k += static_cast<double>(x[i]) * x[i];
+    sumsq[2 * n] = static_cast<T>(q);
+    sumsq[2 * n + 1] = static_cast<T>(k);
+  }
+}
+
+template <typename T>
+void qk_global_rmsnorm_forward(T* qkv, T* raw, T* rstd, const T* sumsq, const T* wq, const T* wk, int64_t N,
+                               int64_t Hq, int64_t Hkv, int64_t hd, double dq, double dk, double eps) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, F = (Hq + Hkv) * hd;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    T* x = qkv + n * S;
+    const T rq = static_cast<T>(1.0 / std::sqrt(static_cast<double>(sumsq[2 * n]) / dq + eps));
+    const T rk = static_cast<T>(1.0 / std::sqrt(static_cast<double>(sumsq[2 * n + 1]) / dk + eps));
+    rstd[2 * n] = rq;
+    rstd[2 * n + 1] = rk;
+    for (int64_t i = 0; i < F; ++i) {
+      raw[n * F + i] = x[i];
+      x[i] = i < QD ? x[i] * rq * wq[i] : x[i] * rk * wk[i - QD];
+    }
+  }
+}
+
+template <typename T>
+void qk_global_rmsnorm_dot(T* dot, const T* dqkv, const T* raw, const T* wq, const T* wk, int64_t N, int64_t Hq,
+                           int64_t Hkv, int64_t hd) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, F = (Hq + Hkv) * hd;
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    const T* d = dqkv + n * S;
+    const T* x = raw + n * F;
+    double q = 0, k = 0;
+    for (int64_t i = 0; i < QD; ++i) q += static_cast<double>(d[i]) * wq[i] * x[i];
+    for (int64_t i = QD; i < F; ++i) k += static_cast<double>(d[i]) * wk[i - QD] * x[i];
+    dot[2 * n] = static_cast<T>(q);
+    dot[2 * n + 1] = static_cast<T>(k);
+  }
+}
+
+template <typename T>
+void qk_global_rmsnorm_backward(T* dqkv, T* dwq, T* dwk, const T* raw, const T* rstd, const T* dot, const T* wq,
+                                const T* wk, int64_t N, int64_t Hq, int64_t Hkv, int64_t hd, double dq, double dk) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, F = (Hq + Hkv) * hd;
+  // The scale gradients: each feature's column summed over rows by one thread (fixed order).
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < F; ++i) {
+    T acc = 0;
+    for (int64_t n = 0; n < N; ++n) acc += dqkv[n * S + i] * raw[n * F + i] * rstd[2 * n + (i < QD ? 0 : 1)];
+    if (i < QD) dwq[i] += acc;
+    else dwk[i - QD] += acc;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t n = 0; n < N; ++n) {
+    T* d = dqkv + n * S;
+    const T* x = raw + n * F;
+    const T rq = rstd[2 * n], rk = rstd[2 * n + 1];
+    const T cq = dot[2 * n] * rq * rq * rq / static_cast<T>(dq), ck = dot[2 * n + 1] * rk * rk * rk / static_cast<T>(dk);
+    for (int64_t i = 0; i < F; ++i)
+      d[i] = i < QD ? d[i] * wq[i] * rq - x[i] * cq : d[i] * wk[i - QD] * rk - x[i] * ck;
+  }
+}
+
 // ---------------------------------------------------------------- attention
 // Per (batch, query head), as GEMMs on strided views of qkv (row stride S): scores
 // Q K^T, the causal softmax row by row, then P V; the backward likewise (dP = dO V^T,
@@ -697,6 +768,13 @@ void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const
                                       double);                                                               \
   template void qk_rmsnorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, int64_t, int64_t,  \
                                        int64_t, int64_t);                                                    \
+  template void qk_global_sumsq<T>(T*, const T*, int64_t, int64_t, int64_t, int64_t);                        \
+  template void qk_global_rmsnorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t,       \
+                                             int64_t, int64_t, double, double, double);                       \
+  template void qk_global_rmsnorm_dot<T>(T*, const T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, \
+                                         int64_t);                                                             \
+  template void qk_global_rmsnorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const T*,    \
+                                              int64_t, int64_t, int64_t, int64_t, double, double);             \
   template void attention_forward<T>(T*, T*, const T*, int64_t, int64_t, int64_t, int64_t, int64_t,           \
                                      AttentionOptions);                                                      \
   template void attention_backward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, int64_t,  \

@@ -67,6 +67,27 @@ template <typename T>
 void qk_rmsnorm_backward(T* dqkv, T* dwq, T* dwk, const T* raw, const T* rstd, const T* wq, const T* wk, int64_t N,
                          int64_t Hq, int64_t Hkv, int64_t hd);
 
+// QK norm over all heads (olmo3): one RMSNorm over the Hq*hd q features of a row and one
+// over its Hkv*hd k features, scales wq (Hq*hd) and wk (Hkv*hd). In phases, so that a
+// tensor-parallel caller can sum the row statistics over the ranks that hold the other
+// heads between them: sumsq (N,2) gets each row's sums of q^2 and k^2 (writes); the
+// forward normalises in place with rstd (N,2) = 1/sqrt(sumsq / (dq, dk) + eps), dq and
+// dk the feature counts of the whole model, keeping raw (N,(Hq+Hkv)*hd).
+template <typename T>
+void qk_global_sumsq(T* sumsq, const T* qkv, int64_t N, int64_t Hq, int64_t Hkv, int64_t hd);
+template <typename T>
+void qk_global_rmsnorm_forward(T* qkv, T* raw, T* rstd, const T* sumsq, const T* wq, const T* wk, int64_t N,
+                               int64_t Hq, int64_t Hkv, int64_t hd, double dq, double dk, double eps);
+// Backward: dot (N,2) gets sum(dy * w * x) of each row's q and k features (writes; sum it
+// over the ranks likewise), then the backward turns dqkv's q and k gradients into the
+// inputs' in place and adds dwq, dwk.
+template <typename T>
+void qk_global_rmsnorm_dot(T* dot, const T* dqkv, const T* raw, const T* wq, const T* wk, int64_t N, int64_t Hq,
+                           int64_t Hkv, int64_t hd);
+template <typename T>
+void qk_global_rmsnorm_backward(T* dqkv, T* dwq, T* dwk, const T* raw, const T* rstd, const T* dot, const T* wq,
+                                const T* wk, int64_t N, int64_t Hq, int64_t Hkv, int64_t hd, double dq, double dk);
+
 // What shapes the attention scores beyond the causal mask: a query at t sees keys in
 // (t - window, t] when window > 0 (MaxText's sliding_window_size), and the scaled scores
 // become soft_cap * tanh(s / soft_cap) when soft_cap > 0 (attn_logits_soft_cap).

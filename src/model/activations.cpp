@@ -20,6 +20,7 @@ ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T) {
   d.hd = m.head_dim;
   d.post_attn = m.post_attn_norm;
   d.post_ffw = m.post_ffw_norm;
+  d.pre_norm = m.pre_norm;
   return d;
 }
 

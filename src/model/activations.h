@@ -47,6 +47,7 @@ struct ActivationDims {
   int64_t QKH = 0;                 // q and k heads normalised per row (qk_norm: Hq+Hkv, else 0)
   int64_t hd = 0;
   bool post_attn = false, post_ffw = false;
+  bool pre_norm = true;            // false: no norm1/norm2 outputs (olmo3)
 };
 ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T);
 
@@ -85,7 +86,7 @@ int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolic
   a->layers.clear();
   for (int64_t l = 0; l < (remat == RematPolicy::kFull ? 1 : L); ++l) {
     auto la = std::make_unique<LayerActivations<T>>();
-    la->norm1 = take(mul(N, d.C));
+    la->norm1 = take(d.pre_norm ? mul(N, d.C) : 0);
     la->mean1 = take(N);
     la->rstd1 = take(N);
     la->qkv = take(mul(N, d.S));
@@ -96,7 +97,7 @@ int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolic
     la->att = take(mul(mul(mul(d.B, d.Hq), d.T), d.T));
     la->atty = take(mul(N, d.QD));
     la->x_mid = take(mul(N, d.C));
-    la->norm2 = take(mul(N, d.C));
+    la->norm2 = take(d.pre_norm ? mul(N, d.C) : 0);
     la->mean2 = take(N);
     la->rstd2 = take(N);
     la->up = take(mul(N, d.U));

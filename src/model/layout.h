@@ -32,9 +32,9 @@ struct ParamTensor {
 // wq, wk, wv are adjacent so that one GEMM with a ((Hq+2Hkv)*hd, C) weight computes q, k
 // and v together; likewise bq, bk, bv, and w_gate, w_up ((2F, C) for SwiGLU).
 struct LayerOffsets {
-  int64_t attn_norm_w = -1, attn_norm_b = -1;
+  int64_t attn_norm_w = -1, attn_norm_b = -1;  // -1 without pre-norms (olmo3)
   int64_t wq = -1, wk = -1, wv = -1, bq = -1, bk = -1, bv = -1;  // llama: biases with attention_bias
-  int64_t q_norm = -1, k_norm = -1;           // (hd) scales of the QK norm (qk_norm)
+  int64_t q_norm = -1, k_norm = -1;           // (hd) scales of the QK norm (qk_norm); (Hq*hd), (Hkv*hd) global
   int64_t wo = -1, bo = -1;
   int64_t post_attn_norm = -1;                // (C) norm of the attention output (post_attn_norm)
   int64_t mlp_norm_w = -1, mlp_norm_b = -1;

@@ -48,6 +48,11 @@ Status CheckImplemented(const ModelConfig& m) {
   if (m.attention_layout == AttentionLayout::kGlobal && m.sliding_window != 0)
     return refuse(fmt::format("sliding_window_size={} with every layer global", m.sliding_window),
                   "a window with decoder_block=mistral (every layer local) or gemma2 (alternating)");
+  if (m.qk_norm_global && !m.qk_norm)
+    return Status::InvalidArgument("a QK norm over all heads (olmo3) without use_qk_norm=true: expected use_qk_norm=true");
+  if (!m.pre_norm && !(m.post_attn_norm && m.post_ffw_norm))
+    return refuse("layers without pre-norms and without both post norms",
+                  "pre-norms, or none with use_post_attn_norm and use_post_ffw_norm (olmo3)");
   if (llama) return Status::OK();
   // The gpt2 family (gpt2, MaxText's gpt3): its fixed form, plus z_loss and the output
   // soft cap, which do not depend on the block.
@@ -58,6 +63,7 @@ Status CheckImplemented(const ModelConfig& m) {
   if (m.attn_logits_soft_cap != 0.0) return refuse(fmt::format("attn_logits_soft_cap={}", m.attn_logits_soft_cap), "0.0");
   if (m.post_attn_norm) return refuse("use_post_attn_norm=true", "false");
   if (m.post_ffw_norm) return refuse("use_post_ffw_norm=true", "false");
+  if (!m.pre_norm) return refuse("layers without pre-norms (olmo3)", "pre-norm layers");
   return Status::OK();
 }
 }  // namespace
@@ -178,6 +184,18 @@ std::vector<ModelConfig> FamilyPresets() {
     m.post_ffw_norm = true;
   });
   add(Make("tiny-zloss", F::kLlama, 256, 64, 2, 4, 2, 16, 128, 64), [](ModelConfig& m) { m.z_loss = 0.01; });
+  // olmo3 (olmo3-7b-pt: default RoPE; YaRN is not implemented): norms only after
+  // attention and the MLP, one QK norm over all heads, 3 local layers then 1 global.
+  add(Make("tiny-olmo3", F::kLlama, 256, 64, 4, 4, 2, 16, 128, 64, 500000.0), [](ModelConfig& m) {
+    m.norm_eps = 1e-6;
+    m.pre_norm = false;
+    m.post_attn_norm = true;
+    m.post_ffw_norm = true;
+    m.qk_norm = true;
+    m.qk_norm_global = true;
+    m.sliding_window = 5;
+    m.attention_layout = AttentionLayout::kOlmo3;
+  });
   // gpt3: the gpt2 family with the position table of trainable_position_size (here 64).
   add(Make("tiny-gpt3", F::kGpt2, 256, 64, 2, 4, 4, 16, 256, 64), [](ModelConfig&) {});
   return out;

@@ -26,13 +26,15 @@ Transformer<T>::Transformer(const ModelConfig& cfg, int64_t max_batch, int64_t s
     k::rope_table(rope_.data(), seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling == RopeScaling::kLlama31);
   }
   if (cfg.qk_norm) qk_norm_grad_.resize(2 * cfg.head_dim);
+  if (cfg.qk_norm_global) qk_stats_.resize(2 * max_batch * seq_len + 2);
 }
 
 template <typename T>
 kernels::AttentionOptions Transformer<T>::AttentionFor(int64_t l) const {
   kernels::AttentionOptions o;
   const bool local = cfg_.attention_layout == AttentionLayout::kAllLocal ||
-                     (cfg_.attention_layout == AttentionLayout::kAlternating && l % 2 == 0);
+                     (cfg_.attention_layout == AttentionLayout::kAlternating && l % 2 == 0) ||
+                     (cfg_.attention_layout == AttentionLayout::kOlmo3 && l % 4 != 3);
   o.window = local ? cfg_.sliding_window : 0;
   o.soft_cap = cfg_.attn_logits_soft_cap;
   return o;
@@ -53,14 +55,28 @@ void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* 
   const bool llama = cfg_.family == ModelFamily::kLlama;
   const int64_t N = d.N, C = d.C;
   auto bias = [&](int64_t off) { return off >= 0 ? w + off : nullptr; };
-  // attention block: x_mid = x_in + wo(attention(norm1(x_in)))
-  if (llama) k::rmsnorm_forward(a.norm1, a.rstd1, x_in, w + o.attn_norm_w, N, C, cfg_.norm_eps);
-  else k::layernorm_forward(a.norm1, a.mean1, a.rstd1, x_in, w + o.attn_norm_w, w + o.attn_norm_b, N, C, cfg_.norm_eps);
-  k::matmul_forward(a.qkv, a.norm1, w + o.wq, bias(o.bq), N, C, d.S);
-  // QK norm before RoPE, as qwen3 (and MaxText's use_qk_norm) apply it.
-  if (cfg_.qk_norm)
-    k::qk_rmsnorm_forward(a.qkv, a.qk_raw, a.qk_rstd, w + o.q_norm, w + o.k_norm, N, cfg_.num_heads,
-                          cfg_.num_kv_heads, cfg_.head_dim, cfg_.norm_eps);
+  // attention block: x_mid = x_in + wo(attention(norm1(x_in))) (olmo3: no norm1)
+  if (cfg_.pre_norm && llama) k::rmsnorm_forward(a.norm1, a.rstd1, x_in, w + o.attn_norm_w, N, C, cfg_.norm_eps);
+  else if (cfg_.pre_norm) k::layernorm_forward(a.norm1, a.mean1, a.rstd1, x_in, w + o.attn_norm_w, w + o.attn_norm_b, N, C, cfg_.norm_eps);
+  const T* attn_in = cfg_.pre_norm ? a.norm1 : x_in;
+  k::matmul_forward(a.qkv, attn_in, w + o.wq, bias(o.bq), N, C, d.S);
+  // QK norm before RoPE, as qwen3 and olmo3 (and MaxText's use_qk_norm) apply it.
+  const int64_t Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads, hd = cfg_.head_dim;
+  if (cfg_.qk_norm && cfg_.qk_norm_global) {
+    // The row statistics cover every head: summed over the tensor ranks, with the
+    // feature counts appended so that the sum also gives the whole model's counts.
+    T* ss = qk_stats_.data();
+    k::qk_global_sumsq(ss, a.qkv, N, Hq, Hkv, hd);
+    ss[2 * N] = static_cast<T>(Hq * hd);
+    ss[2 * N + 1] = static_cast<T>(Hkv * hd);
+    TensorAllReduce(ss, 2 * N + 2);
+    qk_features_[0] = static_cast<double>(ss[2 * N]);
+    qk_features_[1] = static_cast<double>(ss[2 * N + 1]);
+    k::qk_global_rmsnorm_forward(a.qkv, a.qk_raw, a.qk_rstd, ss, w + o.q_norm, w + o.k_norm, N, Hq, Hkv, hd,
+                                 qk_features_[0], qk_features_[1], cfg_.norm_eps);
+  } else if (cfg_.qk_norm) {
+    k::qk_rmsnorm_forward(a.qkv, a.qk_raw, a.qk_rstd, w + o.q_norm, w + o.k_norm, N, Hq, Hkv, hd, cfg_.norm_eps);
+  }
   if (llama) k::rope_forward(a.qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
   k::attention_forward(a.atty, a.att, a.qkv, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim,
                        AttentionFor(l));
@@ -72,10 +88,11 @@ void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* 
     k::rmsnorm_forward(av_.scratch_c, a.rstd_pa, a.attn_out, w + o.post_attn_norm, N, C, cfg_.norm_eps);
   k::residual_forward(a.x_mid, x_in, av_.scratch_c, N * C);
   // MLP block: x_out = x_mid + down(act(up(norm2(x_mid))))
-  if (llama) k::rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, w + o.mlp_norm_w, N, C, cfg_.norm_eps);
-  else k::layernorm_forward(a.norm2, a.mean2, a.rstd2, a.x_mid, w + o.mlp_norm_w, w + o.mlp_norm_b, N, C, cfg_.norm_eps);
+  if (cfg_.pre_norm && llama) k::rmsnorm_forward(a.norm2, a.rstd2, a.x_mid, w + o.mlp_norm_w, N, C, cfg_.norm_eps);
+  else if (cfg_.pre_norm) k::layernorm_forward(a.norm2, a.mean2, a.rstd2, a.x_mid, w + o.mlp_norm_w, w + o.mlp_norm_b, N, C, cfg_.norm_eps);
+  const T* mlp_in = cfg_.pre_norm ? a.norm2 : a.x_mid;
   if (llama) {
-    k::matmul_forward(a.up, a.norm2, w + o.w_gate, static_cast<const T*>(nullptr), N, C, d.U);  // gate and up
+    k::matmul_forward(a.up, mlp_in, w + o.w_gate, static_cast<const T*>(nullptr), N, C, d.U);  // gate and up
     if (cfg_.mlp_activation == MlpActivation::kGeGlu) k::geglu_forward(a.h, a.up, N, d.F);
     else k::swiglu_forward(a.h, a.up, N, d.F);
   } else {
@@ -115,10 +132,12 @@ void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, co
     k::gelu_backward(av_.d_up, a.up, av_.d_h, N * d.F);
   }
   std::memset(av_.d_norm, 0, sizeof(T) * N * C);
-  if (llama) k::matmul_backward(av_.d_norm, g + o.w_gate, static_cast<T*>(nullptr), av_.d_up, a.norm2, w + o.w_gate, N, C, d.U);
-  else k::matmul_backward(av_.d_norm, g + o.w_up, g + o.b_up, av_.d_up, a.norm2, w + o.w_up, N, C, d.U);
+  const T* mlp_in = cfg_.pre_norm ? a.norm2 : a.x_mid;
+  if (llama) k::matmul_backward(av_.d_norm, g + o.w_gate, static_cast<T*>(nullptr), av_.d_up, mlp_in, w + o.w_gate, N, C, d.U);
+  else k::matmul_backward(av_.d_norm, g + o.w_up, g + o.b_up, av_.d_up, mlp_in, w + o.w_up, N, C, d.U);
   TensorAllReduce(av_.d_norm, N * C);
-  if (llama) k::rmsnorm_backward(dx, g + o.mlp_norm_w, av_.d_norm, a.x_mid, w + o.mlp_norm_w, a.rstd2, N, C);
+  if (!cfg_.pre_norm) k::residual_forward(dx, dx, av_.d_norm, N * C);  // the MLP read x_mid itself
+  else if (llama) k::rmsnorm_backward(dx, g + o.mlp_norm_w, av_.d_norm, a.x_mid, w + o.mlp_norm_w, a.rstd2, N, C);
   else k::layernorm_backward(dx, g + o.mlp_norm_w, g + o.mlp_norm_b, av_.d_norm, a.x_mid, w + o.mlp_norm_w, a.mean2, a.rstd2, N, C);
   // Attention block; dx now holds dL/dx_mid.
   const T* d_attn_out = dx;
@@ -132,7 +151,15 @@ void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, co
   k::attention_backward(av_.d_qkv, av_.d_atty, a.qkv, a.att, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads,
                         cfg_.head_dim, AttentionFor(l));
   if (llama) k::rope_backward(av_.d_qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
-  if (cfg_.qk_norm) {
+  const int64_t Hq = cfg_.num_heads, Hkv = cfg_.num_kv_heads;
+  if (cfg_.qk_norm && cfg_.qk_norm_global) {
+    // The scales are split with the heads; the rows' dot products cover every head.
+    T* dot = qk_stats_.data();
+    k::qk_global_rmsnorm_dot(dot, av_.d_qkv, a.qk_raw, w + o.q_norm, w + o.k_norm, N, Hq, Hkv, cfg_.head_dim);
+    TensorAllReduce(dot, 2 * N);
+    k::qk_global_rmsnorm_backward(av_.d_qkv, g + o.q_norm, g + o.k_norm, a.qk_raw, a.qk_rstd, dot, w + o.q_norm,
+                                  w + o.k_norm, N, Hq, Hkv, cfg_.head_dim, qk_features_[0], qk_features_[1]);
+  } else if (cfg_.qk_norm) {
     // The scales are replicated over tensor ranks but each rank sees only its heads: the
     // gradient of this micro-batch is summed over the ranks before it is accumulated.
     std::fill(qk_norm_grad_.begin(), qk_norm_grad_.end(), T(0));
@@ -146,9 +173,11 @@ void Transformer<T>::LayerBackward(int64_t l, const T* w, T* g, LayerActs& a, co
     }
   }
   std::memset(av_.d_norm, 0, sizeof(T) * N * C);
-  k::matmul_backward(av_.d_norm, g + o.wq, gb(o.bq), av_.d_qkv, a.norm1, w + o.wq, N, C, d.S);
+  const T* attn_in = cfg_.pre_norm ? a.norm1 : x_in;
+  k::matmul_backward(av_.d_norm, g + o.wq, gb(o.bq), av_.d_qkv, attn_in, w + o.wq, N, C, d.S);
   TensorAllReduce(av_.d_norm, N * C);
-  if (llama) k::rmsnorm_backward(dx, g + o.attn_norm_w, av_.d_norm, x_in, w + o.attn_norm_w, a.rstd1, N, C);
+  if (!cfg_.pre_norm) k::residual_forward(dx, dx, av_.d_norm, N * C);
+  else if (llama) k::rmsnorm_backward(dx, g + o.attn_norm_w, av_.d_norm, x_in, w + o.attn_norm_w, a.rstd1, N, C);
   else k::layernorm_backward(dx, g + o.attn_norm_w, g + o.attn_norm_b, av_.d_norm, x_in, w + o.attn_norm_w, a.mean1, a.rstd1, N, C);
 }
 

@@ -100,6 +100,8 @@ class Transformer {
   std::vector<T, PopulatedAllocator<T>> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
   std::vector<T> qk_norm_grad_;  // (2*hd) one layer's q and k norm scale gradients (qk_norm)
+  std::vector<T> qk_stats_;      // (2*B*T + 2) row statistics of the all-heads QK norm, then its counts
+  double qk_features_[2] = {0, 0};  // q and k features of the whole model (all tensor ranks)
   ModelActivations<T> av_;  // views into acts_ (model/activations.h)
 };
 

@@ -45,7 +45,7 @@ family_meshes=(
 )
 family_common=(steps=8 log_period=1 eval_interval=10 global_batch_size=4 per_device_batch_size=2 max_target_length=16
                hardware_peak_tflops=1 base_output_directory="$WORK/runs" collective_timeout=30)
-for model in tiny-llama31 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-gemma tiny-gemma2 tiny-zloss tiny-gpt3; do
+for model in tiny-llama31 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-gemma tiny-gemma2 tiny-zloss tiny-gpt3 tiny-olmo3; do
   "$BIN" train model_name=$model "${family_common[@]}" run_name=${model}_single \
     final_params_path="$WORK/${model}_single.bin" >"$WORK/${model}_single.out" 2>&1 \
     || { fail "$model single process run: $(tail -2 "$WORK/${model}_single.out")"; continue; }

@@ -9,7 +9,9 @@ transformers' Mistral (sliding window), Qwen2 (q/k/v biases), Qwen3 (per-head q/
 RMSNorm before RoPE), Gemma (GeGLU, embeddings times sqrt(hidden) with the tied head reading the unscaled
 table, RMSNorm as x*(1+w)),
 Gemma2 (alternating sliding/global layers, attention and final logit soft-capping,
-post-attention and post-feedforward norms) and GPT-2/GPT-3 (LayerNorm, learned
+post-attention and post-feedforward norms), OLMo 3 (norms only on the outputs of attention
+and the MLP, q and k normalised over all heads, three sliding-window layers then one
+global; its YaRN RoPE is not modelled: olmo3-7b-pt's default RoPE) and GPT-2/GPT-3 (LayerNorm, learned
 positions, biases, tanh GELU, tied head) -- plus MaxText's options that those models
 lack: normalize_embedding_logits (tied logits / sqrt(emb_dim)) and z_loss_multiplier
 (z * logsumexp^2 per token, inside the reported loss). It is not a port of elastrain's
@@ -43,6 +45,7 @@ FAMILIES = {
     "tiny-gemma": dict(kind="llama", act="gelu_tanh", tied=True, gemma_norm=True, embed_normalizer=True),
     "tiny-gemma2": dict(kind="llama", act="gelu_tanh", tied=True, gemma_norm=True, embed_normalizer=True,
                         sliding="even", post_norms=True, softcaps=True),
+    "tiny-olmo3": dict(kind="llama", act="silu", post_only=True, qk_norm_all=True, sliding="olmo3"),
     "tiny-gpt3": dict(kind="gpt", tied=True),
 }
 
@@ -136,14 +139,20 @@ def llama_like(P, c, fam, inputs):
         lambda g: torch.nn.functional.gelu(g, approximate="tanh"))
     for layer in range(c["num_layers"]):
         L = lambda n: P[f"layers.{layer}.{n}"]
-        sliding = fam.get("sliding") == "all" or (fam.get("sliding") == "even" and layer % 2 == 0)
+        pattern = fam.get("sliding")
+        sliding = (pattern == "all" or (pattern == "even" and layer % 2 == 0)
+                   or (pattern == "olmo3" and layer % 4 != 3))
         window = c["sliding_window"] if sliding else 0
-        h = rms_norm(x, L("attn_norm.w"), eps, gemma)
+        post_only = fam.get("post_only", False)  # OLMo 2/3: no norms before the sublayers
+        h = x if post_only else rms_norm(x, L("attn_norm.w"), eps, gemma)
         q = h @ L("attn.wq").T
         k = h @ L("attn.wk").T
         v = h @ L("attn.wv").T
         if fam.get("attn_bias"):
             q, k, v = q + L("attn.bq"), k + L("attn.bk"), v + L("attn.bv")
+        if fam.get("qk_norm_all"):  # OLMo: q_norm over num_heads*head_dim, k_norm likewise
+            q = rms_norm(q, L("attn.q_norm_all.w"), eps, False)
+            k = rms_norm(k, L("attn.k_norm_all.w"), eps, False)
         q = q.view(B, T, Hq, hd)
         k = k.view(B, T, Hkv, hd)
         v = v.view(B, T, Hkv, hd)
@@ -153,12 +162,12 @@ def llama_like(P, c, fam, inputs):
         q, k = apply_rotary(q, freqs_cis), apply_rotary(k, freqs_cis)
         softcap = c["attn_logits_soft_cap"] if fam.get("softcaps") else 0.0
         a = attention(q, k, v, scaling, window, softcap) @ L("attn.wo").T
-        if fam.get("post_norms"):
+        if fam.get("post_norms") or post_only:
             a = rms_norm(a, L("post_attn_norm.w"), eps, gemma)
         x = x + a
-        h = rms_norm(x, L("mlp_norm.w"), eps, gemma)
+        h = x if post_only else rms_norm(x, L("mlp_norm.w"), eps, gemma)
         m = (act(h @ L("mlp.w_gate").T) * (h @ L("mlp.w_up").T)) @ L("mlp.w_down").T
-        if fam.get("post_norms"):
+        if fam.get("post_norms") or post_only:
             m = rms_norm(m, L("post_ffw_norm.w"), eps, gemma)
         x = x + m
     x = rms_norm(x, P["final_norm.w"], eps, gemma)
@@ -195,12 +204,15 @@ def check_flags(preset, c, fam):
     """The preset's options must be the family's definition (a dropped option fails here)."""
     want = {
         "attention_bias": fam.get("attn_bias", False) if fam["kind"] == "llama" else c["attention_bias"],
-        "qk_norm": fam.get("qk_norm", False),
+        "qk_norm": fam.get("qk_norm", False) or fam.get("qk_norm_all", False),
+        "qk_norm_global": fam.get("qk_norm_all", False),
+        "pre_norm": not fam.get("post_only", False),
         "tie_embeddings": fam.get("tied", False),
-        "post_attn_norm": fam.get("post_norms", False),
-        "post_ffw_norm": fam.get("post_norms", False),
+        "post_attn_norm": fam.get("post_norms", False) or fam.get("post_only", False),
+        "post_ffw_norm": fam.get("post_norms", False) or fam.get("post_only", False),
         "rope_scaling": fam.get("rope", "none"),
-        "attention_layout": {"all": "all_local", "even": "alternating"}.get(fam.get("sliding"), "global"),
+        "attention_layout": {"all": "all_local", "even": "alternating", "olmo3": "olmo3"}.get(fam.get("sliding"),
+                                                                                             "global"),
         "mlp_activation": {"silu": "swiglu", "gelu_tanh": "geglu"}.get(fam.get("act"), "gelu"),
         "embedding_scale": 1.0,
     }

@@ -53,6 +53,7 @@ const char* LayoutName(elastrain::AttentionLayout l) {
     case elastrain::AttentionLayout::kGlobal: return "global";
     case elastrain::AttentionLayout::kAllLocal: return "all_local";
     case elastrain::AttentionLayout::kAlternating: return "alternating";
+    case elastrain::AttentionLayout::kOlmo3: return "olmo3";
   }
   return "?";
 }
@@ -136,6 +137,8 @@ int main(int argc, char** argv) {
       {"embedding_scale", cfg.embedding_scale},
       {"attention_bias", cfg.attention_bias},
       {"qk_norm", cfg.qk_norm},
+      {"qk_norm_global", cfg.qk_norm_global},
+      {"pre_norm", cfg.pre_norm},
       {"sliding_window", cfg.sliding_window},
       {"attention_layout", LayoutName(cfg.attention_layout)},
       {"attn_logits_soft_cap", cfg.attn_logits_soft_cap},

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -264,6 +265,36 @@ TEST(KernelsTest, QkNormForwardAndGradient) {
   ExpectGradMatches(qkv, d, loss, "qk norm dinp");
   ExpectGradMatches(wq, dwq, loss, "qk norm dwq");
   ExpectGradMatches(wk, dwk, loss, "qk norm dwk");
+}
+
+// The all-heads QK norm (olmo3), its phases run as one process runs them.
+TEST(KernelsTest, QkNormOverAllHeadsForwardAndGradient) {
+  const int64_t N = 4, Hq = 4, Hkv = 2, hd = 3, S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd;
+  Vec qkv = Random(N * S, 50), wq = Random(QD, 51), wk = Random(KD, 52), r = Random(N * S, 53);
+  auto naive = [&] {
+    Vec out = qkv;
+    for (int64_t n = 0; n < N; ++n)
+      for (auto [begin, count, w] : {std::tuple<int64_t, int64_t, const Vec*>{0, QD, &wq}, {QD, KD, &wk}}) {
+        double ss = 0;
+        for (int64_t i = 0; i < count; ++i) ss += qkv[n * S + begin + i] * qkv[n * S + begin + i];
+        const double rs = 1 / std::sqrt(ss / count + 1e-6);
+        for (int64_t i = 0; i < count; ++i) out[n * S + begin + i] = qkv[n * S + begin + i] * rs * (*w)[i];
+      }
+    return out;
+  };
+  Vec fwd = qkv, raw(N * (Hq + Hkv) * hd), rstd(2 * N), stats(2 * N), dwq(QD, 0), dwk(KD, 0);
+  k::qk_global_sumsq(stats.data(), fwd.data(), N, Hq, Hkv, hd);
+  k::qk_global_rmsnorm_forward(fwd.data(), raw.data(), rstd.data(), stats.data(), wq.data(), wk.data(), N, Hq, Hkv, hd,
+                               QD, KD, 1e-6);
+  ExpectNear(ToFloat(fwd), naive(), 1e-6, "all-heads qk norm");
+  Vec d = r;
+  k::qk_global_rmsnorm_dot(stats.data(), d.data(), raw.data(), wq.data(), wk.data(), N, Hq, Hkv, hd);
+  k::qk_global_rmsnorm_backward(d.data(), dwq.data(), dwk.data(), raw.data(), rstd.data(), stats.data(), wq.data(),
+                                wk.data(), N, Hq, Hkv, hd, QD, KD);
+  auto loss = [&] { return Dot(r, naive()); };
+  ExpectGradMatches(qkv, d, loss, "all-heads qk norm dinp");
+  ExpectGradMatches(wq, dwq, loss, "all-heads qk norm dwq");
+  ExpectGradMatches(wk, dwk, loss, "all-heads qk norm dwk");
 }
 
 TEST(KernelsTest, GegluForwardAndGradient) {

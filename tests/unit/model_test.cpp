@@ -90,7 +90,7 @@ class FamilyGradientTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(FamilyGradientTest, GradientMatchesFiniteDifferences) { CheckModelGradient(GetParam(), RematPolicy::kNone); }
 INSTANTIATE_TEST_SUITE_P(Families, FamilyGradientTest,
                          ::testing::Values("tiny-llama31", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-gemma",
-                                           "tiny-gemma2", "tiny-zloss", "tiny-gpt3"),
+                                           "tiny-gemma2", "tiny-zloss", "tiny-gpt3", "tiny-olmo3"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
@@ -98,6 +98,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyGradientTest,
                            return n;
                          });
 TEST(ModelTest, Gemma2RematGradientMatchesFiniteDifferences) { CheckModelGradient("tiny-gemma2", RematPolicy::kFull); }
+TEST(ModelTest, Olmo3RematGradientMatchesFiniteDifferences) { CheckModelGradient("tiny-olmo3", RematPolicy::kFull); }
 
 // Each option changes the loss: a test of a family whose option were silently dropped
 // would otherwise still pass its gradient check.
