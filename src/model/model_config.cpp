@@ -48,6 +48,7 @@ Status CheckImplemented(const ModelConfig& m) {
   if (m.attention_layout == AttentionLayout::kGlobal && m.sliding_window != 0)
     return refuse(fmt::format("sliding_window_size={} with every layer global", m.sliding_window),
                   "a window with decoder_block=mistral (every layer local) or gemma2 (alternating)");
+  if (m.rope_scaling == RopeScaling::kYarn) return refuse("rope_type=yarn", "rope_type default and llama3.1");
   if (m.qk_norm_global && !m.qk_norm)
     return Status::InvalidArgument("a QK norm over all heads (olmo3) without use_qk_norm=true: expected use_qk_norm=true");
   if (!m.pre_norm && !(m.post_attn_norm && m.post_ffw_norm))

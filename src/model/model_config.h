@@ -54,7 +54,8 @@ enum class MlpActivation { kSwiGlu, kGeGlu, kGelu };
 // MaxText's RoPE variants: default (theta = rope_max_timescale), llama3.1 (the frequency
 // scaling of LLaMARotaryEmbedding with rope_use_scale: factor 8, low/high frequency
 // factors 1 and 4, original context 8192).
-enum class RopeScaling { kNone, kLlama31 };
+// kYarn (olmo3-7b/32b, deepseek) parses so that it can be refused by name: not implemented.
+enum class RopeScaling { kNone, kLlama31, kYarn };
 // Which layers attend within a sliding window of sliding_window tokens: none, all of them
 // (mistral with sliding_window_size set), or even layers local and odd layers global
 // (gemma2, whose MaxText layer is a [local, global] pair: num_layers counts real layers).

@@ -157,6 +157,12 @@ TEST(ModelTest, FamilyOptionsRefusedWhereNotImplemented) {
   ModelConfig no_window = Tiny("tiny");
   no_window.attention_layout = AttentionLayout::kAlternating;
   EXPECT_FALSE(no_window.Validate().ok());
+  ModelConfig yarn = Tiny("tiny");
+  yarn.rope_scaling = RopeScaling::kYarn;
+  EXPECT_NE(yarn.Validate().message().find("rope_type=yarn"), std::string::npos);
+  ModelConfig no_norms = Tiny("tiny");
+  no_norms.pre_norm = false;
+  EXPECT_FALSE(no_norms.Validate().ok());
   ModelConfig plain_gelu = Tiny("tiny");
   plain_gelu.mlp_activation = MlpActivation::kGelu;
   EXPECT_NE(plain_gelu.Validate().message().find("mlp_activations=[gelu]"), std::string::npos);
