@@ -16,6 +16,11 @@ ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T) {
   d.U = m.family == ModelFamily::kLlama ? 2 * m.mlp_dim : m.mlp_dim;
   d.Hq = m.num_heads;
   d.V = m.vocab_size;
+  d.QKH = m.qk_norm ? m.num_heads + m.num_kv_heads : 0;
+  d.hd = m.head_dim;
+  d.post_attn = m.post_attn_norm;
+  d.post_ffw = m.post_ffw_norm;
+  d.pre_norm = m.pre_norm;
   return d;
 }
 

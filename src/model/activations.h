@@ -30,17 +30,24 @@ template <typename T>
 struct LayerActivations {
   T *norm1, *mean1, *rstd1;  // attention-norm output (N,C) and its statistics (N)
   T* qkv;                    // (N, (Hq+2Hkv)*hd), after RoPE for llama
+  T *qk_raw, *qk_rstd;       // qk_norm: q and k heads before the norm (N,(Hq+Hkv)*hd), rstd (N,Hq+Hkv)
   T* att;                    // (B, Hq, T, T) softmax probabilities
   T* atty;                   // (N, Hq*hd) attention output before the wo projection
+  T *attn_out, *rstd_pa;     // post_attn_norm: the attention block's output before its norm (N,C), rstd (N)
   T* x_mid;                  // (N,C) residual stream after attention
   T *norm2, *mean2, *rstd2;  // MLP-norm output and statistics
   T* up;                     // (N,2F) [gate|up] for llama, (N,F) pre-GELU for gpt2
   T* h;                      // (N,F) MLP hidden activation
+  T *mlp_out, *rstd_pf;      // post_ffw_norm: the MLP's output before its norm (N,C), rstd (N)
 };
 
 // The shapes one pass works with.
 struct ActivationDims {
   int64_t N, C, S, QD, F, U, B, T, Hq, V;
+  int64_t QKH = 0;                 // q and k heads normalised per row (qk_norm: Hq+Hkv, else 0)
+  int64_t hd = 0;
+  bool post_attn = false, post_ffw = false;
+  bool pre_norm = true;            // false: no norm1/norm2 outputs (olmo3)
 };
 ActivationDims MakeActivationDims(const ModelConfig& m, int64_t B, int64_t T);
 
@@ -79,18 +86,24 @@ int64_t CarveActivations(T* base, const ActivationDims& d, int64_t L, RematPolic
   a->layers.clear();
   for (int64_t l = 0; l < (remat == RematPolicy::kFull ? 1 : L); ++l) {
     auto la = std::make_unique<LayerActivations<T>>();
-    la->norm1 = take(mul(N, d.C));
+    la->norm1 = take(d.pre_norm ? mul(N, d.C) : 0);
     la->mean1 = take(N);
     la->rstd1 = take(N);
     la->qkv = take(mul(N, d.S));
+    la->qk_raw = take(mul(N, mul(d.QKH, d.hd)));
+    la->qk_rstd = take(mul(N, d.QKH));
+    la->attn_out = take(d.post_attn ? mul(N, d.C) : 0);
+    la->rstd_pa = take(d.post_attn ? N : 0);
     la->att = take(mul(mul(mul(d.B, d.Hq), d.T), d.T));
     la->atty = take(mul(N, d.QD));
     la->x_mid = take(mul(N, d.C));
-    la->norm2 = take(mul(N, d.C));
+    la->norm2 = take(d.pre_norm ? mul(N, d.C) : 0);
     la->mean2 = take(N);
     la->rstd2 = take(N);
     la->up = take(mul(N, d.U));
     la->h = take(mul(N, d.F));
+    la->mlp_out = take(d.post_ffw ? mul(N, d.C) : 0);
+    la->rstd_pf = take(d.post_ffw ? N : 0);
     a->layers.push_back(std::move(la));
   }
   a->final_norm = take(mul(N, d.C));

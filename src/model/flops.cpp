@@ -15,7 +15,7 @@ int64_t MatmulParams(const ModelConfig& m) {
   int64_t n = 0;
   for (const ParamTensor& t : lay.tensors)
     if (t.shape.size() == 2 && t.name.rfind("embed.", 0) != 0) n += t.size;
-  if (m.family == ModelFamily::kGpt2) n += m.vocab_size * m.emb_dim;  // the tied head is a GEMM
+  if (m.family == ModelFamily::kGpt2 || m.tie_embeddings) n += m.vocab_size * m.emb_dim;  // the tied head is a GEMM
   return n;
 }
 

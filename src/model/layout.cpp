@@ -62,31 +62,40 @@ Result<ParamLayout> BuildParamLayoutChecked(const ModelConfig& m) {
     LayerOffsets o;
     o.begin = p.total;
     auto n = [&](const char* s) { return fmt::format("layers.{}.{}", l, s); };
-    o.attn_norm_w = b.Add(n("attn_norm.w"), {C}, ParamInit::kOnes);
+    if (m.pre_norm) o.attn_norm_w = b.Add(n("attn_norm.w"), {C}, ParamInit::kOnes);
     if (gpt2) o.attn_norm_b = b.Add(n("attn_norm.b"), {C}, ParamInit::kZeros);
     o.wq = b.Add(n("attn.wq"), {QD, C}, ParamInit::kNormal);
     o.wk = b.Add(n("attn.wk"), {KD, C}, ParamInit::kNormal);
     o.wv = b.Add(n("attn.wv"), {KD, C}, ParamInit::kNormal);
-    if (gpt2) {
+    if (gpt2 || m.attention_bias) {
       o.bq = b.Add(n("attn.bq"), {QD}, ParamInit::kZeros);
       o.bk = b.Add(n("attn.bk"), {KD}, ParamInit::kZeros);
       o.bv = b.Add(n("attn.bv"), {KD}, ParamInit::kZeros);
     }
+    if (m.qk_norm && m.qk_norm_global) {  // split over tensor ranks with their heads
+      o.q_norm = b.Add(n("attn.q_norm_all.w"), {QD}, ParamInit::kOnes);
+      o.k_norm = b.Add(n("attn.k_norm_all.w"), {KD}, ParamInit::kOnes);
+    } else if (m.qk_norm) {
+      o.q_norm = b.Add(n("attn.q_norm.w"), {m.head_dim}, ParamInit::kOnes);
+      o.k_norm = b.Add(n("attn.k_norm.w"), {m.head_dim}, ParamInit::kOnes);
+    }
     o.wo = b.Add(n("attn.wo"), {C, QD}, ParamInit::kNormalResidual);
     if (gpt2) o.bo = b.Add(n("attn.bo"), {C}, ParamInit::kZeros);
-    o.mlp_norm_w = b.Add(n("mlp_norm.w"), {C}, ParamInit::kOnes);
+    if (m.post_attn_norm) o.post_attn_norm = b.Add(n("post_attn_norm.w"), {C}, ParamInit::kOnes);
+    if (m.pre_norm) o.mlp_norm_w = b.Add(n("mlp_norm.w"), {C}, ParamInit::kOnes);
     if (gpt2) o.mlp_norm_b = b.Add(n("mlp_norm.b"), {C}, ParamInit::kZeros);
     if (!gpt2) o.w_gate = b.Add(n("mlp.w_gate"), {F, C}, ParamInit::kNormal);
     o.w_up = b.Add(n("mlp.w_up"), {F, C}, ParamInit::kNormal);
     if (gpt2) o.b_up = b.Add(n("mlp.b_up"), {F}, ParamInit::kZeros);
     o.w_down = b.Add(n("mlp.w_down"), {C, F}, ParamInit::kNormalResidual);
     if (gpt2) o.b_down = b.Add(n("mlp.b_down"), {C}, ParamInit::kZeros);
+    if (m.post_ffw_norm) o.post_ffw_norm = b.Add(n("post_ffw_norm.w"), {C}, ParamInit::kOnes);
     o.end = p.total;
     p.layers.push_back(o);
   }
   p.final_norm_w = b.Add("final_norm.w", {C}, ParamInit::kOnes);
   if (gpt2) p.final_norm_b = b.Add("final_norm.b", {C}, ParamInit::kZeros);
-  p.lm_head = gpt2 ? p.wte : b.Add("lm_head.w", {V, C}, ParamInit::kNormal);
+  p.lm_head = gpt2 || m.tie_embeddings ? p.wte : b.Add("lm_head.w", {V, C}, ParamInit::kNormal);
   ELASTRAIN_RETURN_IF_ERROR(b.status);
   return p;
 }

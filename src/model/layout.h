@@ -32,22 +32,25 @@ struct ParamTensor {
 // wq, wk, wv are adjacent so that one GEMM with a ((Hq+2Hkv)*hd, C) weight computes q, k
 // and v together; likewise bq, bk, bv, and w_gate, w_up ((2F, C) for SwiGLU).
 struct LayerOffsets {
-  int64_t attn_norm_w = -1, attn_norm_b = -1;
-  int64_t wq = -1, wk = -1, wv = -1, bq = -1, bk = -1, bv = -1;
+  int64_t attn_norm_w = -1, attn_norm_b = -1;  // -1 without pre-norms (olmo3)
+  int64_t wq = -1, wk = -1, wv = -1, bq = -1, bk = -1, bv = -1;  // llama: biases with attention_bias
+  int64_t q_norm = -1, k_norm = -1;           // (hd) scales of the QK norm (qk_norm); (Hq*hd), (Hkv*hd) global
   int64_t wo = -1, bo = -1;
+  int64_t post_attn_norm = -1;                // (C) norm of the attention output (post_attn_norm)
   int64_t mlp_norm_w = -1, mlp_norm_b = -1;
   int64_t w_gate = -1, w_up = -1, b_up = -1;  // llama: gate+up; gpt2: w_up is the fc (F,C), b_up its bias
   int64_t w_down = -1, b_down = -1;           // (C, F)
+  int64_t post_ffw_norm = -1;                 // (C) norm of the MLP output (post_ffw_norm)
   int64_t begin = 0, end = 0;                 // the layer's contiguous range
 };
 
 struct ParamLayout {
   std::vector<ParamTensor> tensors;
   int64_t total = 0;
-  int64_t wte = -1;            // (V, C) token embedding (also the output head for gpt2)
+  int64_t wte = -1;            // (V, C) token embedding (also the output head when tied)
   int64_t wpe = -1;            // (T, C) learned positions (gpt2)
   int64_t final_norm_w = -1, final_norm_b = -1;
-  int64_t lm_head = -1;        // (V, C) untied output head (llama); == wte for gpt2
+  int64_t lm_head = -1;        // (V, C) untied output head; == wte when tie_embeddings (gpt2 always)
   std::vector<LayerOffsets> layers;
   const ParamTensor* Find(const std::string& name) const;
 };

@@ -54,11 +54,13 @@ enum class MlpActivation { kSwiGlu, kGeGlu, kGelu };
 // MaxText's RoPE variants: default (theta = rope_max_timescale), llama3.1 (the frequency
 // scaling of LLaMARotaryEmbedding with rope_use_scale: factor 8, low/high frequency
 // factors 1 and 4, original context 8192).
-enum class RopeScaling { kNone, kLlama31 };
+// kYarn (olmo3-7b/32b, deepseek) parses so that it can be refused by name: not implemented.
+enum class RopeScaling { kNone, kLlama31, kYarn };
 // Which layers attend within a sliding window of sliding_window tokens: none, all of them
 // (mistral with sliding_window_size set), or even layers local and odd layers global
 // (gemma2, whose MaxText layer is a [local, global] pair: num_layers counts real layers).
-enum class AttentionLayout { kGlobal, kAllLocal, kAlternating };
+// kOlmo3: layers 4i, 4i+1, 4i+2 local and 4i+3 global (MaxText's OLMO3_ATTENTION_PATTERN).
+enum class AttentionLayout { kGlobal, kAllLocal, kAlternating, kOlmo3 };
 
 struct ModelConfig {
   std::string name = "default";
@@ -84,12 +86,16 @@ struct ModelConfig {
   RopeScaling rope_scaling = RopeScaling::kNone;
   bool attention_bias = false;          // attention_bias: biases of q, k, v (qwen2.5)
   bool qk_norm = false;                 // use_qk_norm: RMSNorm of q and k per head (qwen3)
+  bool qk_norm_global = false;          // with qk_norm: one RMSNorm over all q heads and one over all
+                                        // k heads, scales (Hq*hd) and (Hkv*hd) (MaxText: model_name olmo3*)
   int64_t sliding_window = 0;           // sliding_window_size (0: none)
   AttentionLayout attention_layout = AttentionLayout::kGlobal;
   double attn_logits_soft_cap = 0.0;    // cap*tanh(s/cap) of attention scores (0: none)
   double final_logits_soft_cap = 0.0;   // the same of the output logits
   bool post_attn_norm = false;          // use_post_attn_norm (gemma2): a norm of the block's output
   bool post_ffw_norm = false;           // use_post_ffw_norm
+  bool pre_norm = true;                 // false: no norm before attention and MLP (olmo3, whose
+                                        // layers norm only their outputs: needs both post norms)
   double z_loss = 0.0;                  // z_loss_multiplier: + z * logsumexp(logits)^2 per token
 
   // Returns a clear error naming the key (MaxText name) and value when a shape is out
@@ -101,7 +107,9 @@ struct ModelConfig {
 
 // Presets: tiny, tiny-gpt2 (tests), small (~13M llama), gpt2-124m, and MaxText's
 // llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b,
-// gpt3-175b (the shapes of its configs/models/<name>.yml).
+// gpt3-175b (the shapes of its configs/models/<name>.yml); and the small test presets of
+// the families (tests/integration/test_family_reference.sh): tiny-llama31, tiny-mistral,
+// tiny-qwen2, tiny-qwen3, tiny-gemma, tiny-gemma2, tiny-zloss, tiny-gpt3, tiny-olmo3.
 Result<ModelConfig> ModelPreset(const std::string& name);
 std::vector<std::string> ModelPresetNames();
 

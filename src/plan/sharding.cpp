@@ -48,7 +48,8 @@ TensorSplit TensorSplitFor(const std::string& name) {
   // Column-parallel: the outputs of these are per head / per MLP row, so a rank computes
   // its heads' q, k, v and its rows of the MLP hidden layer without communicating.
   static constexpr std::string_view kColumn[] = {".attn.wq", ".attn.wk", ".attn.wv", ".attn.bq",  ".attn.bk",
-                                                 ".attn.bv", ".mlp.w_gate", ".mlp.w_up", ".mlp.b_up"};
+                                                 ".attn.bv", ".mlp.w_gate", ".mlp.w_up", ".mlp.b_up",
+                                                 ".attn.q_norm_all.w", ".attn.k_norm_all.w"};
   // Row-parallel: they read those per-rank features; their partial outputs are summed
   // by one allreduce (the bias after it, so bo and b_down stay replicated).
   static constexpr std::string_view kRow[] = {".attn.wo", ".mlp.w_down"};
@@ -187,6 +188,19 @@ RankPlan PlanRank(const Mesh& mesh, const ModelConfig& m, const PlanBatch& batch
     v.payload_bytes = 4 * batch.micro_batch * T * m.emb_dim;
     v.sent_bytes = v.calls * ring(v.payload_bytes, n, 2);
     p.collectives.push_back(v);
+    if (m.qk_norm && !m.qk_norm_global) {  // the replicated QK-norm scales see only a rank's heads
+      CollectiveVolume q{MeshAxis::kTensor, "allreduce", "QK-norm scale gradients, once per layer in bwd", 0, 0, 0};
+      q.calls = m.num_layers * p.micro_batches;
+      q.payload_bytes = 4 * 2 * m.head_dim;
+      q.sent_bytes = q.calls * ring(q.payload_bytes, n, 2);
+      p.collectives.push_back(q);
+    } else if (m.qk_norm) {  // the all-heads QK norm sums its row statistics over the heads' ranks
+      CollectiveVolume q{MeshAxis::kTensor, "allreduce", "QK-norm row statistics (B,T,2), fwd + bwd", 0, 0, 0};
+      q.calls = (batch.remat_full ? 3 : 2) * m.num_layers * p.micro_batches;
+      q.payload_bytes = 4 * (2 * batch.micro_batch * T + 2);
+      q.sent_bytes = q.calls * ring(q.payload_bytes, n, 2);
+      p.collectives.push_back(q);
+    }
   }
   if (mesh.fsdp() > 1) {
     const int n = mesh.fsdp();

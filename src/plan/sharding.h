@@ -1,8 +1,8 @@
 // What each rank of a Mesh holds, as explicit printable data (docs/parallelism.md):
-//   tensor axis: Megatron-style. Column-parallel weights (wq, wk, wv, their biases,
-//     w_gate, w_up, b_up) split dim 0 (heads / MLP rows); row-parallel weights (wo,
-//     w_down) split dim 1; everything else (norms, embeddings, lm_head, bo, b_down) is
-//     replicated. A rank's tensors form the layout of the tensor-LOCAL ModelConfig
+//   tensor axis: Megatron-style. Column-parallel weights (wq, wk, wv, their biases, the
+//     all-heads QK-norm scales, w_gate, w_up, b_up) split dim 0 (heads / MLP rows); row-parallel weights (wo,
+//     w_down) split dim 1; everything else (norms -- post norms and the per-head-dim QK-norm
+//     scales included --, embeddings, lm_head, bo, b_down) is replicated. A rank's tensors form the layout of the tensor-LOCAL ModelConfig
 //     (heads / tensor, kv heads / tensor, mlp_dim / tensor), so the local model is an
 //     ordinary model over its own flat buffer.
 //   fsdp axis: each fsdp rank owns a contiguous 1/fsdp slice of the (tensor-local) flat

@@ -19,6 +19,9 @@
 #include "model/model_config.h"
 
 namespace elastrain {
+namespace kernels {
+struct AttentionOptions;  // kernels/ops.h (a private dependency of this module)
+}
 
 template <typename T>
 class Transformer {
@@ -81,6 +84,7 @@ class Transformer {
   void TensorAllReduce(T* data, int64_t n);  // no-op without tensor parallelism
   void Hook(const std::function<Status(int)>& f, int unit);  // no-op without hooks
   const T* RowParallelBias(const T* w, int64_t off) const;
+  kernels::AttentionOptions AttentionFor(int64_t l) const;  // layer l's window and soft cap
 
   ModelConfig cfg_;
   ParamLayout layout_;
@@ -95,6 +99,9 @@ class Transformer {
   bool KeepGoing();
   std::vector<T, PopulatedAllocator<T>> acts_;  // every activation buffer, carved into the views below
   std::vector<T> rope_;  // (seq_len, hd/2, 2) cos/sin table
+  std::vector<T> qk_norm_grad_;  // (2*hd) one layer's q and k norm scale gradients (qk_norm)
+  std::vector<T> qk_stats_;      // (2*B*T + 2) row statistics of the all-heads QK norm, then its counts
+  double qk_features_[2] = {0, 0};  // q and k features of the whole model (all tensor ranks)
   ModelActivations<T> av_;  // views into acts_ (model/activations.h)
 };
 

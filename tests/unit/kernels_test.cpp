@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -177,6 +178,180 @@ TEST(KernelsTest, CrossEntropyForwardAndGradientWithMask) {
   Vec inplace = logits;
   k::crossentropy_forward_backward(losses.data(), inplace.data(), inplace.data(), targets.data(), N, V, 1.0);
   for (size_t i = 0; i < d.size(); ++i) EXPECT_DOUBLE_EQ(inplace[i], d[i]);
+}
+
+// ---- the decoder families' kernels: naive forms written here, the fast kernels against
+// them, their backward against finite differences, and the float kernels against double.
+
+// Attention with a sliding window and a soft cap, one loop per score.
+Vec NaiveAttention(const Vec& qkv, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t hd, int64_t window,
+                   double cap) {
+  const int64_t S = (Hq + 2 * Hkv) * hd;
+  Vec out(B * T * Hq * hd, 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kh = h / (Hq / Hkv);
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<double> s(T, -INFINITY);
+        double mx = -INFINITY;
+        for (int64_t u = 0; u <= t; ++u) {
+          if (window > 0 && t - u >= window) continue;
+          double dot = 0;
+          for (int64_t i = 0; i < hd; ++i)
+            dot += qkv[(b * T + t) * S + h * hd + i] * qkv[(b * T + u) * S + Hq * hd + kh * hd + i];
+          dot /= std::sqrt(static_cast<double>(hd));
+          s[u] = cap > 0 ? cap * std::tanh(dot / cap) : dot;
+          mx = std::max(mx, s[u]);
+        }
+        double z = 0;
+        for (int64_t u = 0; u <= t; ++u) z += s[u] == -INFINITY ? 0 : std::exp(s[u] - mx);
+        for (int64_t u = 0; u <= t; ++u) {
+          if (s[u] == -INFINITY) continue;
+          const double p = std::exp(s[u] - mx) / z;
+          for (int64_t i = 0; i < hd; ++i)
+            out[(b * T + t) * Hq * hd + h * hd + i] += p * qkv[(b * T + u) * S + (Hq + Hkv) * hd + kh * hd + i];
+        }
+      }
+    }
+  return out;
+}
+
+TEST(KernelsTest, AttentionWindowAndSoftCapForwardAndGradient) {
+  for (auto [window, cap] : {std::pair<int64_t, double>{2, 0.0}, {0, 0.7}, {3, 0.5}}) {
+    const int64_t B = 2, T = 6, Hq = 4, Hkv = 2, hd = 3, S = (Hq + 2 * Hkv) * hd;
+    const k::AttentionOptions opt{window, cap};
+    Vec qkv = Random(B * T * S, 40 + window), r = Random(B * T * Hq * hd, 41);
+    Vec out(B * T * Hq * hd), att(B * Hq * T * T), dqkv(B * T * S);
+    k::attention_forward(out.data(), att.data(), qkv.data(), B, T, Hq, Hkv, hd, opt);
+    ExpectNear(ToFloat(out), NaiveAttention(qkv, B, T, Hq, Hkv, hd, window, cap), 1e-6, "windowed attention");
+    k::attention_backward(dqkv.data(), r.data(), qkv.data(), att.data(), B, T, Hq, Hkv, hd, opt);
+    ExpectGradMatches(qkv, dqkv, [&] { return Dot(r, NaiveAttention(qkv, B, T, Hq, Hkv, hd, window, cap)); },
+                      "windowed attention");
+    // float kernels agree with double
+    std::vector<float> qf(qkv.begin(), qkv.end()), of(out.size()), af(att.size()), rf(r.begin(), r.end()),
+        df(dqkv.size());
+    k::attention_forward(of.data(), af.data(), qf.data(), B, T, Hq, Hkv, hd, opt);
+    k::attention_backward(df.data(), rf.data(), qf.data(), af.data(), B, T, Hq, Hkv, hd, opt);
+    ExpectNear(of, out, 1e-5, "float windowed attention");
+    ExpectNear(df, dqkv, 1e-4, "float windowed attention backward");
+  }
+}
+
+Vec NaiveQkNorm(const Vec& qkv, const Vec& wq, const Vec& wk, int64_t N, int64_t Hq, int64_t Hkv, int64_t hd,
+                double eps) {
+  const int64_t S = (Hq + 2 * Hkv) * hd;
+  Vec out = qkv;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < Hq + Hkv; ++h) {
+      double ss = 0;
+      for (int64_t i = 0; i < hd; ++i) ss += qkv[n * S + h * hd + i] * qkv[n * S + h * hd + i];
+      const double r = 1 / std::sqrt(ss / hd + eps);
+      for (int64_t i = 0; i < hd; ++i) out[n * S + h * hd + i] = qkv[n * S + h * hd + i] * r * (h < Hq ? wq : wk)[i];
+    }
+  return out;
+}
+
+TEST(KernelsTest, QkNormForwardAndGradient) {
+  const int64_t N = 5, Hq = 4, Hkv = 2, hd = 6, S = (Hq + 2 * Hkv) * hd;
+  Vec qkv = Random(N * S, 42), wq = Random(hd, 43), wk = Random(hd, 44), r = Random(N * S, 45);
+  Vec fwd = qkv, raw(N * (Hq + Hkv) * hd), rstd(N * (Hq + Hkv)), dwq(hd, 0), dwk(hd, 0);
+  k::qk_rmsnorm_forward(fwd.data(), raw.data(), rstd.data(), wq.data(), wk.data(), N, Hq, Hkv, hd, 1e-6);
+  ExpectNear(ToFloat(fwd), NaiveQkNorm(qkv, wq, wk, N, Hq, Hkv, hd, 1e-6), 1e-6, "qk norm");
+  Vec d = r;
+  k::qk_rmsnorm_backward(d.data(), dwq.data(), dwk.data(), raw.data(), rstd.data(), wq.data(), wk.data(), N, Hq, Hkv,
+                         hd);
+  // v heads pass through untouched; the gradient check sees them as identity.
+  auto loss = [&] { return Dot(r, NaiveQkNorm(qkv, wq, wk, N, Hq, Hkv, hd, 1e-6)); };
+  ExpectGradMatches(qkv, d, loss, "qk norm dinp");
+  ExpectGradMatches(wq, dwq, loss, "qk norm dwq");
+  ExpectGradMatches(wk, dwk, loss, "qk norm dwk");
+}
+
+// The all-heads QK norm (olmo3), its phases run as one process runs them.
+TEST(KernelsTest, QkNormOverAllHeadsForwardAndGradient) {
+  const int64_t N = 4, Hq = 4, Hkv = 2, hd = 3, S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd;
+  Vec qkv = Random(N * S, 50), wq = Random(QD, 51), wk = Random(KD, 52), r = Random(N * S, 53);
+  auto naive = [&] {
+    Vec out = qkv;
+    for (int64_t n = 0; n < N; ++n)
+      for (auto [begin, count, w] : {std::tuple<int64_t, int64_t, const Vec*>{0, QD, &wq}, {QD, KD, &wk}}) {
+        double ss = 0;
+        for (int64_t i = 0; i < count; ++i) ss += qkv[n * S + begin + i] * qkv[n * S + begin + i];
+        const double rs = 1 / std::sqrt(ss / count + 1e-6);
+        for (int64_t i = 0; i < count; ++i) out[n * S + begin + i] = qkv[n * S + begin + i] * rs * (*w)[i];
+      }
+    return out;
+  };
+  Vec fwd = qkv, raw(N * (Hq + Hkv) * hd), rstd(2 * N), stats(2 * N), dwq(QD, 0), dwk(KD, 0);
+  k::qk_global_sumsq(stats.data(), fwd.data(), N, Hq, Hkv, hd);
+  k::qk_global_rmsnorm_forward(fwd.data(), raw.data(), rstd.data(), stats.data(), wq.data(), wk.data(), N, Hq, Hkv, hd,
+                               QD, KD, 1e-6);
+  ExpectNear(ToFloat(fwd), naive(), 1e-6, "all-heads qk norm");
+  Vec d = r;
+  k::qk_global_rmsnorm_dot(stats.data(), d.data(), raw.data(), wq.data(), wk.data(), N, Hq, Hkv, hd);
+  k::qk_global_rmsnorm_backward(d.data(), dwq.data(), dwk.data(), raw.data(), rstd.data(), stats.data(), wq.data(),
+                                wk.data(), N, Hq, Hkv, hd, QD, KD);
+  auto loss = [&] { return Dot(r, naive()); };
+  ExpectGradMatches(qkv, d, loss, "all-heads qk norm dinp");
+  ExpectGradMatches(wq, dwq, loss, "all-heads qk norm dwq");
+  ExpectGradMatches(wk, dwk, loss, "all-heads qk norm dwk");
+}
+
+TEST(KernelsTest, GegluForwardAndGradient) {
+  const int64_t N = 3, F = 5;
+  Vec gu = Random(N * 2 * F, 46, 2.0), r = Random(N * F, 47), out(N * F), d(N * 2 * F);
+  auto naive = [&] {
+    Vec o(N * F);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t j = 0; j < F; ++j) o[n * F + j] = ref::gelu(Vec{gu[n * 2 * F + j]})[0] * gu[n * 2 * F + F + j];
+    return o;
+  };
+  k::geglu_forward(out.data(), gu.data(), N, F);
+  ExpectNear(ToFloat(out), naive(), 1e-6, "geglu");
+  k::geglu_backward(d.data(), r.data(), gu.data(), N, F);
+  ExpectGradMatches(gu, d, [&] { return Dot(r, naive()); }, "geglu");
+}
+
+TEST(KernelsTest, CrossEntropyZLossAndSoftCapForwardAndGradient) {
+  const int64_t N = 4, V = 7;
+  const double z = 0.1, cap = 2.0;
+  Vec logits = Random(N * V, 48, 3.0), losses(N), d(N * V);
+  std::vector<int32_t> targets = {3, 0, -1, 6};
+  auto naive = [&] {
+    double total = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      if (targets[n] < 0) continue;
+      double s = 0;
+      for (int64_t v = 0; v < V; ++v) s += std::exp(cap * std::tanh(logits[n * V + v] / cap));
+      const double lse = std::log(s);
+      total += lse - cap * std::tanh(logits[n * V + targets[n]] / cap) + z * lse * lse;
+    }
+    return total;
+  };
+  k::crossentropy_forward_backward(losses.data(), d.data(), logits.data(), targets.data(), N, V, 1.0,
+                                   k::LossOptions{z, cap});
+  EXPECT_NEAR(losses[0] + losses[1] + losses[2] + losses[3], naive(), 1e-12);
+  EXPECT_EQ(losses[2], 0.0);
+  ExpectGradMatches(logits, d, naive, "crossentropy with z-loss and soft cap");
+  std::vector<float> lf(logits.begin(), logits.end()), lossf(N), df(N * V);
+  k::crossentropy_forward_backward(lossf.data(), df.data(), lf.data(), targets.data(), N, V, 1.f,
+                                   k::LossOptions{z, cap});
+  ExpectNear(lossf, losses, 1e-5, "float crossentropy with z-loss and soft cap");
+  ExpectNear(df, d, 1e-5, "float crossentropy gradient with z-loss and soft cap");
+}
+
+TEST(KernelsTest, Llama31RopeScalingKeepsHighAndDividesLowFrequencies) {
+  // hd 16, theta 500000: pair 0 (wavelength 2 pi) is kept, pair 7 (wavelength ~
+  // 2 pi * 500000^(7/8) > 8192) is divided by 8, pair 4 (~4443 tokens) is interpolated.
+  const int64_t T = 2, hd = 16;
+  Vec plain(T * hd), scaled(T * hd);
+  k::rope_table(plain.data(), T, hd, 500000.0, false);
+  k::rope_table(scaled.data(), T, hd, 500000.0, true);
+  auto angle = [&](const Vec& t, int64_t i) { return std::atan2(t[(hd / 2 + i) * 2 + 1], t[(hd / 2 + i) * 2]); };
+  EXPECT_DOUBLE_EQ(angle(scaled, 0), angle(plain, 0));
+  EXPECT_NEAR(angle(scaled, 7), angle(plain, 7) / 8, 1e-15);
+  const double f4 = std::pow(500000.0, -8.0 / 16), smooth = (8192 / (2 * M_PI / f4) - 1) / 3;
+  EXPECT_NEAR(angle(scaled, 4), (1 - smooth) * f4 / 8 + smooth * f4, 1e-14);
 }
 
 TEST(KernelsTest, EmbeddingForwardAndGradient) {

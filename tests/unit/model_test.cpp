@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -35,8 +37,8 @@ Batch MakeBatch(int64_t B, int64_t T, int64_t V, uint64_t seed) {
   return b;
 }
 
-void CheckModelGradient(const char* preset, RematPolicy remat) {
-  ModelConfig cfg = Tiny(preset);
+void CheckModelGradient(const ModelConfig& cfg, RematPolicy remat) {
+  const char* preset = cfg.name.c_str();
   const int64_t B = 2, T = 6;
   Transformer<double> model(cfg, B, T, remat);
   const ParamLayout& lay = model.layout();
@@ -65,10 +67,111 @@ void CheckModelGradient(const char* preset, RematPolicy remat) {
     }
   }
 }
+void CheckModelGradient(const char* preset, RematPolicy remat) { CheckModelGradient(Tiny(preset), remat); }
+
+// The output options that do not depend on the block, on the gpt2 family too.
+TEST(ModelTest, Gpt2NormalizedCappedZLossGradientMatchesFiniteDifferences) {
+  ModelConfig cfg = Tiny("tiny-gpt2");
+  cfg.normalize_embedding_logits = true;
+  cfg.final_logits_soft_cap = 0.5;
+  cfg.z_loss = 0.1;
+  ASSERT_TRUE(cfg.Validate().ok()) << cfg.Validate().message();
+  CheckModelGradient(cfg, RematPolicy::kNone);
+}
 
 TEST(ModelTest, TinyLlamaGradientMatchesFiniteDifferences) { CheckModelGradient("tiny", RematPolicy::kNone); }
 TEST(ModelTest, TinyGpt2GradientMatchesFiniteDifferences) { CheckModelGradient("tiny-gpt2", RematPolicy::kNone); }
 TEST(ModelTest, RematGradientMatchesFiniteDifferences) { CheckModelGradient("tiny", RematPolicy::kFull); }
+
+// The decoder families MaxText ships: every new tensor and option (llama3.1 RoPE scaling,
+// sliding windows, QKV biases, QK norm, GeGLU, tied and scaled logits, embedding scale,
+// soft caps, post norms, z-loss) in forward and backward, in float64.
+class FamilyGradientTest : public ::testing::TestWithParam<const char*> {};
+TEST_P(FamilyGradientTest, GradientMatchesFiniteDifferences) { CheckModelGradient(GetParam(), RematPolicy::kNone); }
+INSTANTIATE_TEST_SUITE_P(Families, FamilyGradientTest,
+                         ::testing::Values("tiny-llama31", "tiny-mistral", "tiny-qwen2", "tiny-qwen3", "tiny-gemma",
+                                           "tiny-gemma2", "tiny-zloss", "tiny-gpt3", "tiny-olmo3"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+TEST(ModelTest, Gemma2RematGradientMatchesFiniteDifferences) { CheckModelGradient("tiny-gemma2", RematPolicy::kFull); }
+TEST(ModelTest, Olmo3RematGradientMatchesFiniteDifferences) { CheckModelGradient("tiny-olmo3", RematPolicy::kFull); }
+
+// Each option changes the loss: a test of a family whose option were silently dropped
+// would otherwise still pass its gradient check.
+TEST(ModelTest, EveryFamilyOptionChangesTheLoss) {
+  ModelConfig base = Tiny("tiny");
+  base.rope_theta = 500000;  // rope_scaling below then changes only the scaling
+  auto loss = [](const ModelConfig& cfg) {
+    const int64_t B = 2, T = 8;
+    Transformer<double> model(cfg, B, T, RematPolicy::kNone);
+    std::vector<double> p(model.layout().total);
+    InitParams(cfg, model.layout(), 7, p.data());
+    std::mt19937_64 rng(3);
+    std::normal_distribution<double> nd(0.0, 0.3);
+    for (auto& x : p) x += nd(rng);
+    Batch b = MakeBatch(B, T, cfg.vocab_size, 11);
+    return model.Forward(p.data(), b.inputs.data(), b.targets.data(), B);
+  };
+  const double l0 = loss(base);
+  std::vector<std::pair<const char*, std::function<void(ModelConfig&)>>> options = {
+      {"rope_scaling", [](ModelConfig& m) { m.rope_scaling = RopeScaling::kLlama31; }},
+      {"sliding_window", [](ModelConfig& m) { m.sliding_window = 3; m.attention_layout = AttentionLayout::kAllLocal; }},
+      {"attn_logits_soft_cap", [](ModelConfig& m) { m.attn_logits_soft_cap = 0.5; }},
+      {"mlp_activation", [](ModelConfig& m) { m.mlp_activation = MlpActivation::kGeGlu; }},
+      {"embedding_scale", [](ModelConfig& m) { m.embedding_scale = 3; }},
+      {"z_loss", [](ModelConfig& m) { m.z_loss = 0.1; }},
+      {"tied+normalized+capped", [](ModelConfig& m) {
+         m.tie_embeddings = true;
+         m.normalize_embedding_logits = true;
+         m.final_logits_soft_cap = 0.5;
+       }},
+  };
+  for (auto& [name, set] : options) {
+    ModelConfig m = base;
+    set(m);
+    ASSERT_TRUE(m.Validate().ok()) << name << ": " << m.Validate().message();
+    // float64 and deterministic: any difference above rounding is the option's effect.
+    EXPECT_GT(std::abs(loss(m) - l0), 1e-9) << name << " did not change the loss";
+  }
+  // Alternating layers: layer 0 local, layer 1 global, differs from both all-local and all-global.
+  ModelConfig local = base, alt = base;
+  local.sliding_window = alt.sliding_window = 3;
+  local.attention_layout = AttentionLayout::kAllLocal;
+  alt.attention_layout = AttentionLayout::kAlternating;
+  const double ll = loss(local), la = loss(alt);
+  EXPECT_GT(std::abs(la - ll), 1e-9);
+  EXPECT_GT(std::abs(la - l0), 1e-9);
+}
+
+TEST(ModelTest, FamilyOptionsRefusedWhereNotImplemented) {
+  ModelConfig gpt = Tiny("tiny-gpt2");
+  gpt.qk_norm = true;
+  EXPECT_NE(gpt.Validate().message().find("use_qk_norm"), std::string::npos);
+  ModelConfig untied_cap = Tiny("tiny");
+  untied_cap.final_logits_soft_cap = 30;
+  EXPECT_NE(untied_cap.Validate().message().find("final_logits_soft_cap=30"), std::string::npos);
+  ModelConfig no_window = Tiny("tiny");
+  no_window.attention_layout = AttentionLayout::kAlternating;
+  EXPECT_FALSE(no_window.Validate().ok());
+  ModelConfig yarn = Tiny("tiny");
+  yarn.rope_scaling = RopeScaling::kYarn;
+  EXPECT_NE(yarn.Validate().message().find("rope_type=yarn"), std::string::npos);
+  ModelConfig no_norms = Tiny("tiny");
+  no_norms.pre_norm = false;
+  EXPECT_FALSE(no_norms.Validate().ok());
+  ModelConfig plain_gelu = Tiny("tiny");
+  plain_gelu.mlp_activation = MlpActivation::kGelu;
+  EXPECT_NE(plain_gelu.Validate().message().find("mlp_activations=[gelu]"), std::string::npos);
+  // The tied llama has no lm_head, and its parameter count says so.
+  ModelConfig tied = Tiny("tiny");
+  tied.tie_embeddings = true;
+  EXPECT_EQ(BuildParamLayout(tied).Find("lm_head.w"), nullptr);
+  EXPECT_EQ(tied.NumParams() + tied.vocab_size * tied.emb_dim, Tiny("tiny").NumParams());
+}
 
 TEST(ModelTest, RematGivesBitIdenticalGradientsAndLessMemory) {
   for (const char* preset : {"tiny", "tiny-gpt2"}) {
