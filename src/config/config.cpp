@@ -338,7 +338,7 @@ Result<TrainConfig> LoadConfig(const std::string& yaml_path, const std::vector<s
   }
   // A file in a MaxText models/ folder is that model's file (MaxText's model_name).
   const std::filesystem::path p(yaml_path);
-  const std::string own = maxtext && p.parent_path().filename() == "models" ? p.stem().string() : "";
+  const std::string own = p.parent_path().filename() == "models" ? p.stem().string() : "";
   return LoadFiles(files, maxtext, overrides, ignored, true, nullptr, own);
 }
 

@@ -51,7 +51,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("log_period", "run", log_period, "steps between metrics.jsonl lines, in [1, 2^40]"),
 
       KEY("model_name", "model", model_name, "tiny | tiny-gpt2 | small | gpt2-124m | MaxText's llama2-7b, llama2-13b, llama2-70b, llama3-8b, llama3-70b, gpt3-52k, gpt3-6b, gpt3-22b, gpt3-175b | a MaxText models/NAME.yml (maxtext_configs) | default (set every shape key)"),
-      OPTIONAL_CHOICE("decoder_block", "model", decoder_block, kDecoderBlockChoices, kDecoderBlockRefusalHint, "llama | gpt2 | mistral | gemma | gemma2 | qwen2 | qwen3 (MaxText's llama2, llama3, gpt3 too); empty: the preset's (docs/maxtext.md)"),
+      OPTIONAL_CHOICE("decoder_block", "model", decoder_block, kDecoderBlockChoices, kDecoderBlockRefusalHint, "llama | gpt2 | mistral | gemma | gemma2 | qwen2 | qwen3 | olmo3 (MaxText's llama2, llama3, gpt3 too); empty: the preset's (docs/maxtext.md)"),
       KEY("maxtext_configs", "model", maxtext_configs, "a MaxText configs folder: model_name=NAME loads its models/NAME.yml; empty: only next to the config file (docs/maxtext.md)"),
       KEY("base_emb_dim", "model", model.emb_dim, "model width C, in [1, 131072]; 0: from the preset"),
       KEY("base_num_query_heads", "model", model.num_heads, "query heads, in [1, 4096]; 0: from the preset"),

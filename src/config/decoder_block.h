@@ -19,10 +19,11 @@ enum class DecoderBlock {
   kGemma2,   // [local, global] layer pairs (its files: gemma's, soft caps, post norms)
   kQwen2,    // llama with q/k/v biases (attention_bias)
   kQwen3,    // llama with q/k RMSNorm (use_qk_norm)
+  kOlmo3,    // llama without pre-norms: post norms, q/k norms over all heads, 3 local + 1 global layers
 };
 // The first word of each value is its name; the others are MaxText's and elastrain's
 // older words for the same block.
-inline constexpr std::array<Choice<DecoderBlock>, 11> kDecoderBlockChoices = {{
+inline constexpr std::array<Choice<DecoderBlock>, 12> kDecoderBlockChoices = {{
     {"llama", DecoderBlock::kLlama},
     {"gpt2", DecoderBlock::kGpt2},
     {"mistral", DecoderBlock::kMistral},
@@ -30,6 +31,7 @@ inline constexpr std::array<Choice<DecoderBlock>, 11> kDecoderBlockChoices = {{
     {"gemma2", DecoderBlock::kGemma2},
     {"qwen2", DecoderBlock::kQwen2},
     {"qwen3", DecoderBlock::kQwen3},
+    {"olmo3", DecoderBlock::kOlmo3},
     {"llama2", DecoderBlock::kLlama},
     {"llama3", DecoderBlock::kLlama},
     {"gpt3", DecoderBlock::kGpt2},
@@ -38,7 +40,7 @@ inline constexpr std::array<Choice<DecoderBlock>, 11> kDecoderBlockChoices = {{
 // Appended to the error of a decoder_block outside the table.
 inline constexpr const char* kDecoderBlockRefusalHint =
     " (MaxText's llama2, llama3, gpt3 name these too; its mixtral, deepseek, gemma3, gemma4, llama4, qwen3_moe, "
-    "qwen3_next, gpt_oss, olmo3 and other blocks are not implemented)";
+    "qwen3_next, gpt_oss and other blocks are not implemented)";
 
 inline ModelFamily FamilyOf(DecoderBlock b) { return b == DecoderBlock::kGpt2 ? ModelFamily::kGpt2 : ModelFamily::kLlama; }
 

@@ -257,11 +257,16 @@ void BlockDefaults(DecoderBlock block, ModelConfig* m) {
   m->tie_embeddings = gpt2;
   m->normalize_embedding_logits = !gpt2;  // MaxText's base.yml: true (it acts only on a tied head)
   m->attention_layout = AttentionLayout::kGlobal;
+  const bool olmo3 = block == DecoderBlock::kOlmo3;
+  m->pre_norm = !olmo3;
+  m->post_attn_norm = m->post_ffw_norm = olmo3;
+  m->qk_norm_global = olmo3;
 }
 
 // The block a preset's model is (presets hold the family and the features, not the word).
 DecoderBlock BlockOfPreset(const ModelConfig& m) {
   if (m.family == ModelFamily::kGpt2) return DecoderBlock::kGpt2;
+  if (!m.pre_norm) return DecoderBlock::kOlmo3;
   if (m.attention_layout == AttentionLayout::kAlternating && m.mlp_activation == MlpActivation::kGeGlu)
     return DecoderBlock::kGemma2;
   if (m.mlp_activation == MlpActivation::kGeGlu) return DecoderBlock::kGemma;
@@ -316,11 +321,16 @@ Result<std::string> ValueText(std::string_view key, const YAML::Node& v) {
 }
 
 Result<BuiltModel> BuildModel(const ModelInputs& in) {
-  // Keys MaxText does not implement beyond one value: judged where they stand.
+  // Keys MaxText does not implement beyond one value: judged where they stand (olmo3's
+  // block is its cycle of 4 layers).
+  const KeySetting* block_setting = Winner(in, "decoder_block");
+  const bool olmo3 = block_setting && block_setting->value.IsScalar() && block_setting->value.Scalar() == "olmo3";
   for (const KeyLayer* layer : {&in.maxtext, &in.user})
     for (const auto& [key, s] : *layer) {
       const NeutralOnly* n = FindNeutralOnly(key);
       if (!n || Winner(in, key) != &s || IsNeutral(*n, s.value)) continue;
+      if (olmo3 && key == "inhomogeneous_layer_cycle_interval" && s.value.IsScalar() && s.value.Scalar() == "4")
+        continue;
       auto text = ValueText(key, s.value);
       return Status::InvalidArgument(fmt::format("{}{}={}: not implemented; elastrain trains {}={} ({})", Where(s), key,
                                                  text.ok() ? *text : "(a mapping)", key, NeutralValues(key),
@@ -367,6 +377,7 @@ Result<BuiltModel> BuildModel(const ModelInputs& in) {
   // embedding table times sqrt(emb_dim), and the tied logits are divided by sqrt(emb_dim)
   // (normalize_embedding_logits). Training from scratch, elastrain does as MaxText does.
   if (!m.tie_embeddings) m.normalize_embedding_logits = false;
+  if (!m.qk_norm) m.qk_norm_global = false;  // olmo3's all-heads form of use_qk_norm
   const bool llama31_name = StartsWith(in.model_name, "llama3.1") || StartsWith(in.model_name, "llama3.3");
   if ((b.rope_type == "llama3.1" || llama31_name) && b.rope_use_scale && m.family == ModelFamily::kLlama)
     m.rope_scaling = RopeScaling::kLlama31;
@@ -378,6 +389,8 @@ Result<BuiltModel> BuildModel(const ModelInputs& in) {
           "sliding_window_size=0: decoder_block=gemma2 alternates sliding-window and global layers; expected a "
           "window > 0 (gemma2's files set 4096)");
     m.attention_layout = AttentionLayout::kAlternating;
+  } else if (b.block == DecoderBlock::kOlmo3 && m.sliding_window > 0) {
+    m.attention_layout = AttentionLayout::kOlmo3;  // layers 4i..4i+2 local, 4i+3 global
   } else if (m.sliding_window > 0 && (b.block == DecoderBlock::kMistral || b.attention_type == "local_sliding")) {
     m.attention_layout = AttentionLayout::kAllLocal;
   } else {

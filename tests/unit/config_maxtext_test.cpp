@@ -170,7 +170,7 @@ TEST(MaxTextModels, DecoderBlocksOfOtherFamiliesAreNamedErrors) {
   auto c = LoadConfig(Fixture("base.yml"), {"dataset_type=synthetic", "decoder_block=mixtral"}, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(), StartsWith("decoder_block=mixtral: expected one of llama, gpt2, mistral, gemma, "
-                                               "gemma2, qwen2, qwen3 (MaxText's llama2"));
+                                               "gemma2, qwen2, qwen3, olmo3 (MaxText's llama2"));
   for (const char* block : {"llama2", "llama3", "mistral", "qwen2", "qwen3"})
     EXPECT_TRUE(LoadConfig("", {"model_name=tiny", std::string("decoder_block=") + block}, nullptr).ok()) << block;
   EXPECT_TRUE(LoadConfig("", {"model_name=tiny-gpt2", "decoder_block=gpt3"}, nullptr).ok());

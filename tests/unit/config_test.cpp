@@ -382,9 +382,9 @@ TEST(ConfigChoices, BadWordNamesKeyValueAndTheAllowedWords) {
             "dataset_type=hf: expected one of synthetic, text (MaxText's tfds, hf and grain pipelines are not "
             "implemented: add dataset_type=synthetic, or dataset_type=text with dataset_path)");
   EXPECT_EQ(Error({"decoder_block=mixtral"}),
-            "decoder_block=mixtral: expected one of llama, gpt2, mistral, gemma, gemma2, qwen2, qwen3 (MaxText's "
+            "decoder_block=mixtral: expected one of llama, gpt2, mistral, gemma, gemma2, qwen2, qwen3, olmo3 (MaxText's "
             "llama2, llama3, gpt3 name these too; its mixtral, deepseek, gemma3, gemma4, llama4, qwen3_moe, "
-            "qwen3_next, gpt_oss, olmo3 and other blocks are not implemented)");
+            "qwen3_next, gpt_oss and other blocks are not implemented)");
   EXPECT_EQ(Error({"remat_policy=minimal"}),
             "remat_policy=minimal: expected one of none, full (elastrain implements only these; MaxText's finer "
             "policies are not supported)");
