@@ -50,6 +50,6 @@ grep -q '"event":"worker_failed"\|"event":"generation_failed"' "$runs/elastic/ev
   && pass "the elastic rehearsal lost rank 1 and went on" || fail "no failure in runs/elastic/events.jsonl"
 grep -q "the job exited 4" "$WORK/quickstart.out" && pass "elastrain stop saved and stopped it (exit 4)" \
   || fail "the elastic job did not exit 4: $(grep -a 'exited' "$WORK/quickstart.out" | tail -2)"
-grep -q "succeeded\|finished" <(grep -a -A3 "elastrain submit" "$WORK/quickstart.out") \
+grep -qi "SUCCEEDED" <(grep -a -A6 "elastrain submit" "$WORK/quickstart.out") \
   && pass "the submitted cluster job finished" || fail "submit: $(grep -a -A5 'elastrain submit' "$WORK/quickstart.out" | tail -4)"
 finish
