@@ -23,7 +23,7 @@ namespace elastrain {
 
 // The keys with a fixed set of words are enums from the moment the config loads; each
 // table below (and kRematPolicyChoices, kGemmBackendChoices, kLogLevelChoices,
-// kDatasetTypeChoices, kModelFamilyChoices) is the one list of a key's
+// kDatasetTypeChoices, kDecoderBlockChoices) is the one list of a key's
 // words, used to parse it, print it and name the allowed values in errors.
 
 // fail_at_step's failure (configs/base.yml).

@@ -8,11 +8,6 @@ namespace elastrain {
 
 const char* FamilyName(ModelFamily f) { return ChoiceWord(kModelFamilyChoices, f).data(); }
 
-Result<ModelFamily> ParseFamily(const std::string& s) {
-  if (const std::optional<ModelFamily> f = ParseChoice(kModelFamilyChoices, s)) return *f;
-  return Status::InvalidArgument(ChoiceRefusal(kModelFamilyChoices, "decoder_block=" + s) + kDecoderBlockHint);
-}
-
 namespace {
 // The model-defining settings the transformer does not implement (yet) for the family:
 // refused by their MaxText key and value, never trained as something else.

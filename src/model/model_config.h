@@ -17,23 +17,13 @@ enum class ModelFamily {
   kLlama,  // RMSNorm, RoPE, grouped-query attention, SwiGLU, untied output head
   kGpt2,   // LayerNorm, GELU, learned positions, tied embeddings, biases
 };
-// The words of the decoder_block key: elastrain's two names first, then MaxText's names of
-// the same blocks (aliases: they parse, and print as the family's name).
-inline constexpr std::array<Choice<ModelFamily>, 6> kModelFamilyChoices = {{
+// The families' names (the decoder_block words, MaxText's blocks among them, are
+// config/decoder_block.h's).
+inline constexpr std::array<Choice<ModelFamily>, 2> kModelFamilyChoices = {{
     {"llama", ModelFamily::kLlama},
     {"gpt2", ModelFamily::kGpt2},
-    {"llama2", ModelFamily::kLlama},
-    {"llama3", ModelFamily::kLlama},
-    {"gpt3", ModelFamily::kGpt2},
-    {"gpt", ModelFamily::kGpt2},
 }};
-// Appended to the error of a decoder_block outside the table.
-inline constexpr const char* kDecoderBlockHint =
-    " (MaxText's llama2, llama3 and gpt3 name these; its other blocks are not implemented)";
 const char* FamilyName(ModelFamily f);                 // "llama" / "gpt2"
-// InvalidArgument "decoder_block=mistral: expected one of llama, gpt2 (MaxText's ...)"
-// for a word outside kModelFamilyChoices.
-Result<ModelFamily> ParseFamily(const std::string& s);
 
 // The documented ranges of the shape keys (configs/base.yml). Within them every size
 // derived from a valid ModelConfig (parameter counts, offsets, bytes of the training

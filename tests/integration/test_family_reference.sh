@@ -12,7 +12,7 @@ if [ -z "$PY" ] || ! "$PY" -c 'import torch' 2>/dev/null; then
 fi
 CHECK="$TOOLS/family_check"
 [ -x "$CHECK" ] || { fail "no $CHECK (make build builds it beside elastrain)"; finish; }
-families=(tiny-llama31 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-gemma tiny-gemma2 tiny-zloss tiny-gpt3 tiny-olmo3)
+families=(tiny tiny-gpt2 tiny-llama31 tiny-mistral tiny-qwen2 tiny-qwen3 tiny-gemma tiny-gemma2 tiny-zloss tiny-gpt3 tiny-olmo3)
 dirs=()
 for f in "${families[@]}"; do
   if "$CHECK" "$f" "$WORK/$f" >"$WORK/$f.out" 2>&1; then

@@ -37,6 +37,8 @@ DT = torch.float64
 # theta, eps) come from the preset; the structure comes from here, and the preset's
 # flags must agree with it.
 FAMILIES = {
+    "tiny": dict(kind="llama", act="silu"),  # llama2 / llama3 (theta from the preset)
+    "tiny-gpt2": dict(kind="gpt", tied=True),
     "tiny-llama31": dict(kind="llama", act="silu", rope="llama3.1"),
     "tiny-zloss": dict(kind="llama", act="silu"),
     "tiny-mistral": dict(kind="llama", act="silu", sliding="all"),

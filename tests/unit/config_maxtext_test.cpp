@@ -130,9 +130,9 @@ TEST(MaxTextModels, PresetsEqualMaxTextModelFiles) {
     EXPECT_EQ(m->num_layers, num("base_num_decoder_layers"));
     EXPECT_EQ(m->head_dim, num("head_dim"));
     EXPECT_EQ(m->vocab_size, num("vocab_size"));
-    auto family = ParseFamily(f["decoder_block"].as<std::string>());
-    ASSERT_TRUE(family.ok());
-    EXPECT_EQ(m->family, *family);
+    auto block = ParseChoice(kDecoderBlockChoices, f["decoder_block"].as<std::string>());
+    ASSERT_TRUE(block.has_value());
+    EXPECT_EQ(m->family, FamilyOf(*block));
     if (f["trainable_position_size"]) {
       EXPECT_EQ(m->max_seq_len, num("trainable_position_size"));
     }
