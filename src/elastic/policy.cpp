@@ -420,7 +420,21 @@ void Decider::ExcludeStragglers(const Plan& plan, const std::vector<Member>& mem
   const ReplanCost cost = r().last_recovery_seconds > 0 ? ReplanCost{r().last_recovery_seconds, "the last recovery"}
                          : r().start_seconds > 0 ? ReplanCost{r().start_seconds, "the job's start, planned to first step"}
                                                  : ReplanCost{};
-  const ExclusionCase c = WeighExclusion(ranks, out, s_.steps - r().step, cost);
+  // Every rank of its host slow: the host is the problem (it cools down as a whole).
+  std::set<std::string> whole_hosts;
+  for (const StragglerDetectedEvent& s : named) {
+    bool whole_host = true;
+    for (const Member& x : members)
+      if (x.m->host == s.host && !slow_workers.count(x.m->worker)) whole_host = false;
+    if (whole_host) whole_hosts.insert(s.host);
+  }
+  // Idle spares off the excluded hosts take the stragglers' places: the world need not shrink.
+  bool cooled = false;
+  int spares = 0;
+  for (const ObservedWorker* w : Candidates(&cooled, left))
+    if (!cooled && !whole_hosts.count(w->host)) ++spares;
+  const int next_world = ChooseWorldSize(std::min(plan.world, left + spares), s_, nullptr);
+  const ExclusionCase c = WeighExclusion(ranks, out, s_.steps - r().step, cost, next_world);
   if (!c.pays) {
     d_.warnings.push_back(fmt::format("straggler_policy=exclude: not excluding rank(s) of generation {}: {}",
                                       plan.generation, c.reason));
@@ -428,9 +442,7 @@ void Decider::ExcludeStragglers(const Plan& plan, const std::vector<Member>& mem
   }
   const double until = obs_.now + s_.host_cooldown_seconds;
   for (const StragglerDetectedEvent& s : named) {
-    bool whole_host = true;  // every rank of its host is slow: the host is the problem
-    for (const Member& x : members)
-      if (x.m->host == s.host && !slow_workers.count(x.m->worker)) whole_host = false;
+    const bool whole_host = whole_hosts.count(s.host) > 0;
     HostExcludedEvent e;
     e.host = s.host;
     e.until = until;

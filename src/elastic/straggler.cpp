@@ -126,7 +126,7 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 }
 
 ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
-                             int64_t remaining_steps, const ReplanCost& cost) {
+                             int64_t remaining_steps, const ReplanCost& cost, int next_world) {
   ExclusionCase c;
   std::vector<double> step, kept_compute, out_wait;
   for (const RankTiming& t : ranks) {
@@ -142,15 +142,16 @@ ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::ve
     return c;
   }
   const double world = static_cast<double>(kept_compute.size() + out.size());
+  const double next = next_world > 0 ? std::min<double>(next_world, world) : static_cast<double>(kept_compute.size());
   c.now_step_seconds = Median(step);
-  c.next_step_seconds = Median(kept_compute) * world / static_cast<double>(kept_compute.size()) + Median(out_wait);
+  c.next_step_seconds = Median(kept_compute) * world / next + Median(out_wait);
   c.expected_gain_seconds = static_cast<double>(std::max<int64_t>(0, remaining_steps)) *
                             (c.now_step_seconds - c.next_step_seconds);
   c.pays = c.expected_gain_seconds > c.replan_cost_seconds;
   c.reason = fmt::format(
-      "{} remaining steps x ({:.3f}s now - {:.3f}s expected per step without it) = {:.1f}s to gain, {} a re-plan's "
-      "{:.1f}s ({})",
-      remaining_steps, c.now_step_seconds, c.next_step_seconds, c.expected_gain_seconds,
+      "{} remaining steps x ({:.3f}s now - {:.3f}s expected per step without it, on {} ranks) = {:.1f}s to gain, {} "
+      "a re-plan's {:.1f}s ({})",
+      remaining_steps, c.now_step_seconds, c.next_step_seconds, static_cast<int>(next), c.expected_gain_seconds,
       c.pays ? "more than" : "not more than", c.replan_cost_seconds,
       measured ? cost.measured_as : std::string("assumed: none measured yet"));
   return c;

@@ -73,8 +73,9 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 
 // Whether re-planning without `out` (the named stragglers' ranks) pays, and the figures:
 //   now_step  = the median over ranks of compute + wait (the synchronous step's pace)
-//   next_step = the median compute of the others x world / (world - |out|) (the same
-//               global batch over fewer ranks) + the median wait of the stragglers (the
+//   next_step = the median compute of the others x world / next_world (the same global
+//               batch over next_world ranks: world - |out|, or more where idle spares take
+//               the stragglers' places) + the median wait of the stragglers (the
 //               communication a rank that never waits for others still pays)
 //   gain      = remaining_steps x (now_step - next_step); it pays when gain > cost, with
 //               cost = the last measured re-plan (recovery), else the job's own start
@@ -91,7 +92,8 @@ struct ReplanCost {
   double seconds = 0;       // 0: none measured (kDefaultReplanSeconds is assumed)
   std::string measured_as;  // what measured it, for the reason
 };
+// `next_world` <= 0 means world - |out| (no spare).
 ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
-                             int64_t remaining_steps, const ReplanCost& cost);
+                             int64_t remaining_steps, const ReplanCost& cost, int next_world = 0);
 
 }  // namespace elastrain

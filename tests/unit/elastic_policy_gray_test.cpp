@@ -169,6 +169,33 @@ TEST(ElasticPolicyGray, BeforeAnyRecoveryTheJobsOwnStartIsTheReplanCost) {
   }
 }
 
+TEST(ElasticPolicyGray, AnIdleSpareTakesTheStragglersPlaceInTheWeighing) {
+  // num_workers=2:3 on one host of 4 slots: 3 ranks train, one worker idles. Rank 1 at
+  // 1.4x: without a spare the two others would each compute 1.5x (slower than now), with
+  // the spare in its place the world stays 3 and the step drops to the median's pace.
+  for (const bool spare : {true, false}) {
+    Cluster c;
+    c.AddHost("a1", "h1", spare ? 4 : 3);
+    const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1", "a1-w2"}, 10, kT0);
+    JobRecord rec = RunningRecord(plan, kT0);
+    rec.last_recovery_seconds = 5;
+    std::vector<std::string> warnings;
+    const JobSettings s = GraySettings(2, 3, StragglerPolicy::kExclude);
+    RunSteps(c, plan, &rec, s, 10, 40, 1, 1.4, nullptr, &warnings);
+    if (spare) {
+      ASSERT_TRUE(rec.excluded_workers.count("a1-w1")) << testing::PrintToString(warnings);
+      for (const char* id : {"a1-w0", "a1-w1", "a1-w2"}) MarkIdle(c, id, "stopped", 40, kStopResize);
+      const Decision next = Decide(rec, c.Obs(kT0 + 50, plan), s);
+      ASSERT_TRUE(next.plan) << Names(next);
+      EXPECT_THAT(MemberIds(*next.plan), ElementsAre("a1-w0", "a1-w2", "a1-w3"));
+    } else {
+      EXPECT_TRUE(rec.excluded_workers.empty());
+      ASSERT_EQ(warnings.size(), 1u);
+      EXPECT_THAT(warnings[0], HasSubstr("on 2 ranks"));
+    }
+  }
+}
+
 TEST(ElasticPolicyGray, MalformedAnatomyIsRefusedWithAWarning) {
   Cluster c;
   c.AddHost("a1", "h1", 2);

@@ -196,6 +196,15 @@ TEST(StragglerExclusion, PaysWhenTheRemainingStepsOutweighTheReplan) {
   EXPECT_NE(c.reason.find("assumed"), std::string::npos) << c.reason;
 }
 
+TEST(StragglerExclusion, ASpareInTheStragglersPlaceKeepsTheWorld) {
+  // 4 ranks, one at 2x, a spare takes its place: 0.4 + 0.01 per step instead of 0.81.
+  const ExclusionCase c = WeighExclusion(Ranks(30, 2, 2.0), {2}, 1000, {4.0, "the last recovery"}, 4);
+  EXPECT_NEAR(c.next_step_seconds, 0.4 + 0.01, 1e-9);
+  EXPECT_NE(c.reason.find("on 4 ranks"), std::string::npos) << c.reason;
+  // More than the world now is never assumed.
+  EXPECT_NEAR(WeighExclusion(Ranks(30, 2, 2.0), {2}, 1000, {4.0, "x"}, 8).next_step_seconds, 0.41, 1e-9);
+}
+
 TEST(StragglerExclusion, ASlightStragglerOnFewRanksDoesNotPay) {
   // 2 ranks, one at 1.4x: without it the other does twice the work, slower than now.
   const ExclusionCase c = WeighExclusion(Ranks(30, 1, 1.4, 2), {1}, 100000, {1, "the last recovery"});
