@@ -21,27 +21,40 @@ mkdir -p "$WORK/home"
 # The shell blocks of the "Quick start" section, in order; `make` lines are the build.
 script="$WORK/quickstart.sh"
 {
+  echo "PS4='+ \$(date +%T) '"  # each traced line with the time it began (root's bash ignores PS4 from the environment)
   echo "set -ex"
   awk '/^## Quick start/ { on = 1; next } on && /^## / { exit } on && /^```sh/ { code = 1; next }
        on && /^```/ { code = 0; next } code { print }' "$clone/README.md" | grep -v '^make\b'
 } >"$script"
 ncmd=$(grep -cv '^\s*\(#\|$\)' "$script")
-[ "$ncmd" -ge 15 ] && pass "README quick start: $((ncmd - 1)) lines of shell to run" || fail "only $ncmd lines found in README's quick start"
+[ "$ncmd" -ge 15 ] && pass "README quick start: $((ncmd - 2)) lines of shell to run" || fail "only $ncmd lines found in README's quick start"
 
-rc=0
-( cd "$clone" && HOME="$WORK/home" setsid bash "$script" >"$WORK/quickstart.out" 2>&1 ) &
+# The shell runs in a session of its own (its id in $WORK/sid), so that everything it
+# starts, in the background too, is killed with it: at the deadline, after it, and on
+# every exit path of this test.
+deadline=${QUICKSTART_TIMEOUT:-900}
+( cd "$clone" && HOME="$WORK/home" setsid bash -c \
+    'echo $$ >"$1"; bash "$2"; echo $? >"$3"' sh "$WORK/sid" "$script" "$WORK/rc" >"$WORK/quickstart.out" 2>&1 ) &
 pid=$!
-bg_track $pid
-cleanup_tree() { pkill -KILL -s "$(ps -o sid= -p $pid 2>/dev/null | tr -d ' ')" 2>/dev/null || true; }
-timeout 900 tail --pid=$pid -f /dev/null || true
-wait $pid || rc=$?
-# Whatever the script left running (it kills its own; a failure may not have).
-pkill -KILL -f "$clone/build/elastrain" 2>/dev/null || true
-pkill -KILL -f "etcd --data-dir runs/etcd" 2>/dev/null || true
-if [ "$rc" -eq 0 ]; then
+kill_session() {
+  local sid
+  sid=$(cat "$WORK/sid" 2>/dev/null) || return 0
+  [ -n "$sid" ] && pkill -KILL -s "$sid" 2>/dev/null || true
+}
+trap 'kill_session; kill_tracked; [ -n "${KEEP_WORK:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT
+t0=$SECONDS
+while [ ! -s "$WORK/rc" ] && [ $((SECONDS - t0)) -lt "$deadline" ]; do sleep 1; done
+rc=$(cat "$WORK/rc" 2>/dev/null || echo "timeout: still running after ${deadline} s")
+kill_session
+wait $pid 2>/dev/null || true
+if [ "$rc" = 0 ]; then
   pass "every command succeeded, top to bottom"
 else
-  fail "the quick start stopped (exit $rc) at: $(grep '^+ ' "$WORK/quickstart.out" | tail -1): $(tail -5 "$WORK/quickstart.out")"
+  fail "the quick start stopped (exit $rc) at: $(grep -a '^+ ' "$WORK/quickstart.out" | tail -1)"
+  echo "--- the last lines of its output:"; tail -25 "$WORK/quickstart.out"
+  for log in head agent etcd; do
+    [ -s "$clone/runs/$log.log" ] && { echo "--- runs/$log.log:"; tail -8 "$clone/runs/$log.log"; }
+  done
 fi
 runs="$clone/runs"
 n=$(ls -d "$runs"/run-* 2>/dev/null | wc -l)
