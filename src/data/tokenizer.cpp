@@ -4,6 +4,7 @@
 #include <sentencepiece_trainer.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -70,11 +71,72 @@ std::string SentencePieceTokenizer::Decode(const std::vector<int32_t>& ids) cons
 
 int64_t SentencePieceTokenizer::vocab_size() const { return impl_->sp.GetPieceSize(); }
 
-Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path) {
-  if (path.empty()) return std::unique_ptr<Tokenizer>(std::make_unique<ByteTokenizer>());
-  auto spm = SentencePieceTokenizer::Load(path);
-  if (!spm.ok()) return Status(spm.status());
-  return std::unique_ptr<Tokenizer>(std::move(spm).value());
+namespace {
+
+// A tiktoken file's first line is "base64 rank"; a sentencepiece model is a protobuf.
+bool LooksLikeTiktoken(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(256, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  const size_t nl = head.find('\n');
+  if (nl == std::string::npos) return false;
+  std::string_view line(head.data(), nl);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  const size_t space = line.find(' ');
+  if (space == std::string_view::npos || space == 0 || space + 1 == line.size()) return false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    const bool ok = i < space ? (std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=')
+                              : i == space || std::isdigit(static_cast<unsigned char>(c));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+template <typename T>
+Result<std::unique_ptr<Tokenizer>> Upcast(Result<std::unique_ptr<T>> r) {
+  if (!r.ok()) return Status(r.status());
+  return std::unique_ptr<Tokenizer>(std::move(r).value());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path, std::optional<TokenizerType> type) {
+  const std::string type_name = type ? std::string(TokenizerTypeName(*type)) : std::string();
+  if (path.empty()) {
+    if (!type || *type == TokenizerType::kBytes || *type == TokenizerType::kSentencePiece)
+      return std::unique_ptr<Tokenizer>(std::make_unique<ByteTokenizer>());
+    return Status::InvalidArgument("tokenizer_type=" + type_name + " needs tokenizer_path (" +
+                                   (*type == TokenizerType::kTiktoken ? "a tiktoken BPE file such as Llama 3's tokenizer.model"
+                                                                      : "a directory with vocab.json and merges.txt") +
+                                   ")");
+  }
+  if (type && *type == TokenizerType::kBytes)
+    return Status::InvalidArgument("tokenizer_type=bytes takes no tokenizer_path (got " + path +
+                                   "): leave tokenizer_path empty, or name the type of that file");
+  const bool dir = IsDirectory(path);
+  if (!type) {
+    if (dir || path.ends_with(".json")) type = TokenizerType::kHuggingFace;
+    else if (LooksLikeTiktoken(path)) type = TokenizerType::kTiktoken;
+    else type = TokenizerType::kSentencePiece;
+  }
+  switch (*type) {
+    case TokenizerType::kHuggingFace: {
+      const std::string base = dir ? path : std::filesystem::path(path).parent_path().string();
+      const std::string vocab = dir ? base + "/vocab.json" : path;
+      const std::string merges = (base.empty() ? std::string(".") : base) + "/merges.txt";
+      if (!FileExists(vocab) || !FileExists(merges))
+        return Status::NotFound("tokenizer_path=" + path + ": expected GPT-2 BPE files " + vocab + " and " + merges +
+                                " (Hugging Face's vocab.json and merges.txt)" +
+                                (FileExists(vocab) ? "; merges.txt is missing" : "; vocab.json is missing"));
+      return Upcast(Gpt2BpeTokenizer::Load(vocab, merges));
+    }
+    case TokenizerType::kTiktoken:
+      return Upcast(TiktokenTokenizer::Load(path));
+    default:
+      return Upcast(SentencePieceTokenizer::Load(path));
+  }
 }
 
 // ---------------------------------------------------------------- training
