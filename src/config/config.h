@@ -14,6 +14,7 @@
 #include "common/dtype.h"
 #include "common/gemm_backend.h"
 #include "common/log_level.h"
+#include "common/tokenizer_type.h"
 #include "common/status.h"
 #include "model/activations.h"
 #include "model/model_config.h"
@@ -121,6 +122,7 @@ struct TrainConfig {
   DatasetType dataset_type = DatasetType::kSynthetic;  // synthetic | text
   std::string dataset_path;                  // text: a file or a directory of text files
   std::string tokenizer_path;                // sentencepiece .model; empty: bytes
+  std::optional<TokenizerType> tokenizer_type;  // unset: chosen from tokenizer_path (data/tokenizer.h)
   int64_t data_shuffle_seed = 0;
   double eval_split_fraction = 0.05;         // share of the corpus held out for validation
   int64_t eval_interval = 50;                // steps between evaluations; <= 0: none (MaxText's -1)

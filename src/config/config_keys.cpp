@@ -82,6 +82,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       CHOICE("dataset_type", "data", dataset_type, kDatasetTypeChoices, " (MaxText's tfds, hf and grain pipelines are not implemented: add dataset_type=synthetic, or dataset_type=text with dataset_path)", "synthetic | text"),
       KEY("dataset_path", "data", dataset_path, "text: a file or a directory of text files"),
       KEY("tokenizer_path", "data", tokenizer_path, "sentencepiece .model; empty: bytes"),
+      OPTIONAL_CHOICE("tokenizer_type", "data", tokenizer_type, kTokenizerTypeChoices, "", "bytes | sentencepiece | tiktoken (Llama 3's tokenizer.model) | huggingface (GPT-2 BPE: a directory with vocab.json and merges.txt); empty: chosen from tokenizer_path (docs/data.md)"),
       KEY("data_shuffle_seed", "data", data_shuffle_seed, "seed of the data order (any 64-bit integer)"),
       KEY("eval_split_fraction", "data", eval_split_fraction, "share of the corpus held out for validation, in (0,0.5]"),
       KEY("eval_interval", "data", eval_interval, "steps between evaluations (at start and end too), in [-2^40, 2^40]; <= 0: no evaluation (MaxText's -1)"),

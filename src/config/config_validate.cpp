@@ -170,6 +170,14 @@ Status ValidateData(const TrainConfig& c) {
   // even for synthetic data).
   if (c.dataset_type == DatasetType::kText && !c.tokenizer_path.empty())
     ELASTRAIN_RETURN_IF_ERROR(PathExists("tokenizer_path", c.tokenizer_path));
+  // An empty path with MaxText's default type (sentencepiece) is bytes (data/tokenizer.h).
+  if (c.dataset_type == DatasetType::kText && c.tokenizer_path.empty() && c.tokenizer_type &&
+      (*c.tokenizer_type == TokenizerType::kTiktoken || *c.tokenizer_type == TokenizerType::kHuggingFace))
+    return Bad("tokenizer_path", "", "tokenizer_type=" + std::string(TokenizerTypeName(*c.tokenizer_type)) +
+                                         " needs a tokenizer file (tiktoken) or a directory with vocab.json and merges.txt (huggingface)");
+  if (c.dataset_type == DatasetType::kText && !c.tokenizer_path.empty() && c.tokenizer_type == TokenizerType::kBytes)
+    return Bad("tokenizer_type", "bytes", "tokenizer_type=bytes takes no tokenizer_path (" + c.tokenizer_path +
+                                            "): leave tokenizer_path empty, or name the type of that file");
   if (!(c.eval_split_fraction > 0 && c.eval_split_fraction <= 0.5))
     return Bad("eval_split_fraction", c.eval_split_fraction, "expected a number in (0, 0.5]");
   ELASTRAIN_RETURN_IF_ERROR(AtLeast("eval_steps", c.eval_steps, 1));
