@@ -25,6 +25,8 @@ void PrintUsage() {
       "                                       accelerator plan for a deadline; spot Monte Carlo\n"
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
       "                                       train a sentencepiece BPE tokenizer\n"
+      "  tokenizer encode|decode --tokenizer PATH [--type T] (--input FILE | --text S | --ids I)\n"
+      "                                       the ids of a text, or the text of ids\n"
       "  checkpoint list|verify|inspect|export ...\n"
       "                                       list, check, describe or consolidate checkpoints\n"
       "  head --store etcd[s]://HOST:PORT     the controller of cluster mode, with its HTTP API\n"
