@@ -7,10 +7,10 @@
 // so one hostile piece (megabytes of letters without a space) cannot stall Encode.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <optional>
-#include <queue>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -30,34 +30,49 @@ struct Symbol {
   int32_t next;    // index of the symbol after, -1 at the end
 };
 
-// Merges `piece` (its bytes have ids initial(byte)); pair(left, right, piece) gives the
+// A candidate merge: the pair as it was when pushed (symbols only grow, so a changed end
+// marks it stale).
+struct Candidate {
+  int32_t rank, left;
+  uint32_t left_end, right_end;
+  int32_t merged;
+  // The heap's top is the lowest rank, then the leftmost pair.
+  bool operator<(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
+};
+
+// Reused across pieces, so a piece costs no allocation once the buffers have grown.
+struct Scratch {
+  std::vector<Symbol> symbols;
+  std::vector<Candidate> heap;
+};
+
+// Merges `piece` (its bytes have ids initial(byte)); pair(left index, left, right) gives the
 // Merge of two adjacent symbols or nullopt. Appends the final symbols' ids to `out`.
 template <typename InitialFn, typename PairFn>
-void MergePiece(std::string_view piece, InitialFn initial, PairFn pair, std::vector<Symbol>* scratch,
-                std::vector<int32_t>* out) {
+void MergePiece(std::string_view piece, InitialFn initial, PairFn pair, Scratch* scratch, std::vector<int32_t>* out) {
   const int32_t n = static_cast<int32_t>(piece.size());
-  std::vector<Symbol>& s = *scratch;
+  std::vector<Symbol>& s = scratch->symbols;
+  std::vector<Candidate>& heap = scratch->heap;
   s.resize(n);
+  heap.clear();
   for (int32_t i = 0; i < n; ++i)
     s[i] = Symbol{static_cast<uint32_t>(i + 1), initial(static_cast<unsigned char>(piece[i])), i - 1,
                   i + 1 < n ? i + 1 : -1};
-  struct Candidate {
-    int32_t rank, left;
-    uint32_t left_end, right_end;  // the pair as it was when pushed (symbols only grow)
-    int32_t merged;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
-  auto push = [&](int32_t left) {
-    if (left < 0 || s[left].next < 0) return;
+  auto candidate = [&](int32_t left) -> bool {
+    if (left < 0 || s[left].next < 0) return false;
     const Symbol& l = s[left];
     const Symbol& r = s[l.next];
-    if (std::optional<Merge> m = pair(left, l, r)) heap.push(Candidate{m->rank, left, l.end, r.end, m->merged});
+    std::optional<Merge> m = pair(left, l, r);
+    if (!m) return false;
+    heap.push_back(Candidate{m->rank, left, l.end, r.end, m->merged});
+    return true;
   };
-  for (int32_t i = 0; i + 1 < n; ++i) push(i);
+  for (int32_t i = 0; i + 1 < n; ++i) candidate(i);
+  std::make_heap(heap.begin(), heap.end());
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end());
+    const Candidate c = heap.back();
+    heap.pop_back();
     Symbol& l = s[c.left];
     if (l.id < 0 || l.end != c.left_end || l.next < 0 || s[l.next].end != c.right_end) continue;  // stale
     Symbol& r = s[l.next];
@@ -66,8 +81,8 @@ void MergePiece(std::string_view piece, InitialFn initial, PairFn pair, std::vec
     l.next = r.next;
     if (r.next >= 0) s[r.next].prev = c.left;
     r.id = -1;
-    push(l.prev);
-    push(c.left);
+    if (candidate(l.prev)) std::push_heap(heap.begin(), heap.end());
+    if (candidate(c.left)) std::push_heap(heap.begin(), heap.end());
   }
   for (int32_t i = 0; i >= 0 && i < n; i = s[i].next) out->push_back(s[i].id);
 }
