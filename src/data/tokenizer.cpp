@@ -126,10 +126,17 @@ Result<std::unique_ptr<Tokenizer>> LoadTokenizer(const std::string& path, std::o
       const std::string base = dir ? path : std::filesystem::path(path).parent_path().string();
       const std::string vocab = dir ? base + "/vocab.json" : path;
       const std::string merges = (base.empty() ? std::string(".") : base) + "/merges.txt";
+      // Hugging Face's tokenizer.json (the fast tokenizer's one file) is not read; the GPT-2
+      // repos ship vocab.json and merges.txt beside it.
+      if (!dir && std::filesystem::path(path).filename() == "tokenizer.json")
+        return Status::InvalidArgument("tokenizer_path=" + path +
+                                       ": Hugging Face's tokenizer.json is not read; expected vocab.json with merges.txt "
+                                       "beside it (give their directory), or tiktoken's file with tokenizer_type=tiktoken");
       if (!FileExists(vocab) || !FileExists(merges))
         return Status::NotFound("tokenizer_path=" + path + ": expected GPT-2 BPE files " + vocab + " and " + merges +
                                 " (Hugging Face's vocab.json and merges.txt)" +
-                                (FileExists(vocab) ? "; merges.txt is missing" : "; vocab.json is missing"));
+                                (FileExists(vocab) ? "; merges.txt is missing" : "; vocab.json is missing") +
+                                (FileExists(base + "/tokenizer.json") ? " (tokenizer.json alone is not read)" : ""));
       return Upcast(Gpt2BpeTokenizer::Load(vocab, merges));
     }
     case TokenizerType::kTiktoken:

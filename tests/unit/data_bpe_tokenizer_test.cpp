@@ -300,6 +300,10 @@ TEST(LoadTokenizerTest, PicksTheTypeFromThePath) {
   auto missing = LoadTokenizer(dir);
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("merges.txt is missing"), std::string::npos) << missing.status().message();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/tokenizer.json", "{}").ok());
+  auto fast = LoadTokenizer(dir + "/tokenizer.json");
+  ASSERT_FALSE(fast.ok());
+  EXPECT_NE(fast.status().message().find("tokenizer.json is not read"), std::string::npos) << fast.status().message();
 }
 
 }  // namespace
