@@ -44,10 +44,48 @@ PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
 PreTokenizer& PreTokenizer::operator=(PreTokenizer&&) noexcept = default;
 PreTokenizer::~PreTokenizer() = default;
 
-Result<PreTokenizer> PreTokenizer::Compile(std::string_view pattern) {
+namespace {
+
+// Unicode's White_Space property (PropList.txt; stable since Unicode 6.3). PCRE2 10.42's \s
+// under UCP also matches U+180E MONGOLIAN VOWEL SEPARATOR, which left White_Space in
+// Unicode 6.3; Python's regex module and the Rust regex crate (tiktoken) follow the
+// property, so the patterns spell it out.
+constexpr std::string_view kWhiteSpace = R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+// `pattern` with \s and \S replaced by the White_Space class (inside a [...] class, its
+// members). The built-in patterns have no nested classes and no escaped backslashes.
+std::string WithWhiteSpaceClass(std::string_view pattern) {
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char e = pattern[i + 1];
+      if (e == 's' || e == 'S') {
+        if (in_class && e == 's') out += kWhiteSpace;
+        else if (in_class) out += "\\S";  // not in the built-in patterns; left to PCRE2
+        else out += (e == 's' ? "[" : "[^") + std::string(kWhiteSpace) + "]";
+      } else {
+        out += c;
+        out += e;
+      }
+      ++i;
+      continue;
+    }
+    if (c == '[' && !in_class) in_class = true;
+    else if (c == ']' && in_class) in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<PreTokenizer> PreTokenizer::Compile(std::string_view pattern_in) {
   int err = 0;
   PCRE2_SIZE err_offset = 0;
   auto impl = std::make_unique<Impl>();
+  const std::string pattern = WithWhiteSpaceClass(pattern_in);
   impl->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
                              &err, &err_offset, nullptr);
   if (impl->code == nullptr) {

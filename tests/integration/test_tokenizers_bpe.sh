@@ -2,7 +2,8 @@
 # implementation (tests/reference/bpe_reference.py, written from the published algorithms):
 # it learns a small vocabulary of each kind, writes the files elastrain reads, and the ids
 # it encodes a test text to (accents, combining marks, CJK, emoji with ZWJ and skin tones,
-# flags, whitespace runs, newlines, CRLF, digit runs, contractions). `elastrain tokenizer
+# flags, whitespace runs and Unicode's other spaces, newlines, CRLF, digit runs,
+# contractions), and every assigned code point in a short context. `elastrain tokenizer
 # encode` must give the same ids and `decode` the same bytes back. Then hostile files get
 # one-line errors naming the file and line. Runs in seconds; needs python3-regex.
 source "$(dirname "$0")/lib.sh"
@@ -43,6 +44,20 @@ same_ids "gpt2 BPE (vocab.json, --type huggingface)" "$REF/expected_gpt2.txt" --
   --tokenizer "$REF/gpt2/vocab.json" --type huggingface
 same_ids "tiktoken (type sniffed from the file)" "$REF/expected_tiktoken.txt" -- --tokenizer "$REF/tiktoken.model"
 same_ids "tiktoken (--type tiktoken)" "$REF/expected_tiktoken.txt" -- --tokenizer "$REF/tiktoken.model" --type tiktoken
+
+# Every code point of Unicode (as this Python's unicodedata has it: Debian 12 and PCRE2
+# 10.42 both know Unicode 14) alone, after a space, doubled and before a digit: the
+# character classes \p{L}, \p{N} and \s (White_Space: PCRE2's own \s also takes U+180E).
+for kind in gpt2 tiktoken; do
+  tok="$REF/gpt2"
+  [ $kind = tiktoken ] && tok="$REF/tiktoken.model"
+  got=$("$BIN" tokenizer encode --tokenizer "$tok" --input "$REF/codepoints.txt" 2>/dev/null || true)
+  if [ "$got" = "$(cat "$REF/expected_${kind}_codepoints.txt")" ]; then
+    pass "$kind: every assigned code point encodes as the reference does ($(wc -w <<<"$got") ids)"
+  else
+    fail "$kind: code points encode differently from the reference"
+  fi
+done
 
 # The special tokens: ids after the vocabulary, decoded to their names; never made from text.
 n=$(wc -l <"$REF/tiktoken.model")

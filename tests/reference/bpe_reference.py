@@ -18,9 +18,15 @@ file), a test text covering accents, combining marks, CJK, emoji with ZWJ and sk
 flags, whitespace runs, newlines, digit runs and contractions, and the ids this
 reference encodes it to. It checks decode(encode(text)) == text itself.
 
+A second text, every code point assigned in this Python's Unicode database (unicodedata;
+Debian 12: Unicode 14, the version PCRE2 10.42 knows) in a short context (alone, after a
+space, doubled, before a digit), checks the character classes of the whole of Unicode.
+
 Usage: bpe_reference.py OUT_DIR
   writes OUT_DIR/gpt2/{vocab.json,merges.txt}, OUT_DIR/tiktoken.model, OUT_DIR/text.txt,
-  OUT_DIR/expected_gpt2.txt and OUT_DIR/expected_tiktoken.txt (ids, space-separated).
+  OUT_DIR/expected_gpt2.txt and OUT_DIR/expected_tiktoken.txt (ids, space-separated), and
+  the same for the code points: codepoints.txt, expected_gpt2_codepoints.txt,
+  expected_tiktoken_codepoints.txt.
 Needs the `regex` module (Debian python3-regex) for \\p{L} and \\p{N}.
 """
 import base64
@@ -28,6 +34,7 @@ import collections
 import json
 import os
 import sys
+import unicodedata
 
 import regex
 
@@ -42,6 +49,9 @@ TEST_TEXT = (
     "日本語の文章です。中文字符和标点，한국어 텍스트도 있습니다.\n"
     "Emoji: 👍🏽 👨\u200d👩\u200d👧\u200d👦 family, 🏳\ufe0f\u200d🌈 flag, 🇫🇷🇯🇵 flags, ❤\ufe0f!\n"
     "Whitespace:    four spaces,\t\ttabs,  \u00a0nbsp,\u3000ideographic space, trailing   \n"
+    # White_Space or not: VT, FF, NEL, U+1680, U+2028, U+202F, U+205F are; U+180E (since
+    # Unicode 6.3), U+200B and the information separators U+001C..U+001F are not.
+    "Odd spaces:\x0b\x0c|\x85|\u1680|\u2028|\u202f|\u205f|a\u180eb|a\u200bb|\x1c\x1f x\x0b\x0b\n"
     "\n\n\nthree newlines above, CRLF next\r\n"
     "Digits: 1234567890 3.14159 2024-06-01 007 12,345,678 and x2y3z4.\n"
     "Code: for (int i = 0; i < n; ++i) { sum += a[i]; } // done!!!\n"
@@ -256,8 +266,17 @@ def main():
         f.write(" ".join(map(str, gpt2_ids)) + "\n")
     with open(os.path.join(out, "expected_tiktoken.txt"), "w") as f:
         f.write(" ".join(map(str, tik_ids)) + "\n")
+    cps = "".join(f"{c} {c}{c}1\n" for c in map(chr, range(1, 0x110000))
+                  if unicodedata.category(c) not in ("Cn", "Cs", "Co"))
+    with open(os.path.join(out, "codepoints.txt"), "wb") as f:
+        f.write(cps.encode("utf-8"))
+    with open(os.path.join(out, "expected_gpt2_codepoints.txt"), "w") as f:
+        f.write(" ".join(map(str, gpt2.encode(cps))) + "\n")
+    with open(os.path.join(out, "expected_tiktoken_codepoints.txt"), "w") as f:
+        f.write(" ".join(map(str, tik.encode(cps))) + "\n")
     print(f"gpt2: {len(encoder)} tokens, {len(merges)} merges, {len(gpt2_ids)} ids; "
-          f"tiktoken: {len(ranks)} ranks, {len(tik_ids)} ids; text {len(TEST_TEXT.encode('utf-8'))} bytes")
+          f"tiktoken: {len(ranks)} ranks, {len(tik_ids)} ids; text {len(TEST_TEXT.encode('utf-8'))} bytes; "
+          f"{len(cps) // 6} code points of Unicode {unicodedata.unidata_version}")
 
 
 if __name__ == "__main__":

@@ -93,6 +93,11 @@ TEST(PreTokenizerTest, Gpt2Pattern) {
             (Strings{"Hello", " ", " world", "\n", "\n", "It", "'s", " 2024", "!!"}));
   EXPECT_EQ(Pieces(kGpt2Pattern, "don't  "), (Strings{"don", "'t", "  "}));
   EXPECT_EQ(Pieces(kGpt2Pattern, "café 日本語"), (Strings{"café", " 日本語"}));
+  // \s is Unicode's White_Space: U+2028 is (a run of two before a letter: \s+(?!\S) gives
+  // back the second, which " ?" cannot take, so \s+ does), U+180E (a format character
+  // since Unicode 6.3, still in PCRE2's own \s) is not: punctuation between the letters.
+  EXPECT_EQ(Pieces(kGpt2Pattern, "a\u2028\u2028b"), (Strings{"a", "\u2028", "\u2028", "b"}));
+  EXPECT_EQ(Pieces(kGpt2Pattern, "a\u180eb"), (Strings{"a", "\u180e", "b"}));
 }
 
 TEST(PreTokenizerTest, Llama3Pattern) {
