@@ -66,6 +66,21 @@ check "tiktoken specials follow the last rank" '^<\|begin_of_text\|><\|eot_id\|>
 err=$("$BIN" tokenizer encode --tokenizer "$REF/gpt2" --text "x" 2>&1 >/dev/null)
 check "encode reports throughput and the tokenizer id" "tokens in .* MB/s\), .* s of CPU .*; tokenizer gpt2bpe:[0-9a-f]{16}, vocab 557" "$err"
 
+# Training reads them: tokenizer_path picks the type (a directory: GPT-2 BPE; a file of
+# "base64 rank" lines: tiktoken), and too small a model vocabulary is refused.
+for tok in "$REF/gpt2" "$REF/tiktoken.model"; do
+  name=$(basename "$tok")
+  if "$BIN" train model_name=tiny vocab_size=1024 dataset_type=text dataset_path=/usr/share/games/fortunes/fortunes \
+      tokenizer_path="$tok" steps=3 eval_interval=-1 hardware_peak_tflops=1 run_name="bpe-$name" >"$WORK/train-$name.out" 2>&1 &&
+      [ "$(losses "runs/bpe-$name/metrics.jsonl" | wc -l)" -ge 1 ]; then
+    pass "trains 3 steps on fortunes with the $name tokenizer"
+  else
+    fail "training with the $name tokenizer: $(tail -3 "$WORK/train-$name.out")"
+  fi
+done
+expect_error "a vocabulary larger than the model's" "vocabulary of 557 tokens does not fit vocab_size=256" -- \
+  train model_name=tiny dataset_type=text dataset_path=/usr/share/games/fortunes/fortunes tokenizer_path="$REF/gpt2" steps=1
+
 # Hostile files: one line on stderr naming the file, the line and what was expected.
 mkdir -p "$WORK/bad"
 cp "$REF/gpt2/vocab.json" "$WORK/bad/vocab.json"
