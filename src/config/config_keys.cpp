@@ -79,9 +79,10 @@ const std::vector<ConfigKey>& ConfigKeys() {
       CHOICE("remat_policy", "optimisation", remat_policy, kRematPolicyChoices, " (elastrain implements only these; MaxText's finer policies are not supported)", "none | full (recompute each block's activations in backward)"),
       KEY("init_weights_seed", "optimisation", init_weights_seed, "seed of the weight initialisation (any 64-bit integer)"),
 
-      CHOICE("dataset_type", "data", dataset_type, kDatasetTypeChoices, " (MaxText's tfds, hf and grain pipelines are not implemented: add dataset_type=synthetic, or dataset_type=text with dataset_path)", "synthetic | text"),
-      KEY("dataset_path", "data", dataset_path, "text: a file or a directory of text files"),
+      CHOICE("dataset_type", "data", dataset_type, kDatasetTypeChoices, " (MaxText's tfds, hf and grain pipelines are not implemented: add dataset_type=synthetic, or dataset_type=text, llmc, nanogpt, megatron or jsonl with dataset_path)", "synthetic | text | llmc | nanogpt | megatron | jsonl (docs/datasets.md)"),
+      KEY("dataset_path", "data", dataset_path, "a file, a directory or a glob (megatron: a PREFIX of PREFIX.bin/.idx); a blend: \"0.7 /data/a 0.3 /data/b\" (Megatron's weighted list)"),
       KEY("tokenizer_path", "data", tokenizer_path, "sentencepiece .model; empty: bytes"),
+      KEY("train_data_columns", "data", train_data_columns, "jsonl: the field of each line that holds the text (MaxText's name; a one-element list [text] is read as text)"),
       KEY("data_shuffle_seed", "data", data_shuffle_seed, "seed of the data order (any 64-bit integer)"),
       KEY("eval_split_fraction", "data", eval_split_fraction, "share of the corpus held out for validation, in (0,0.5]"),
       KEY("eval_interval", "data", eval_interval, "steps between evaluations (at start and end too), in [-2^40, 2^40]; <= 0: no evaluation (MaxText's -1)"),
