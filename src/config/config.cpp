@@ -173,8 +173,14 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
       NoteIgnored(key, l->ignored);
       continue;
     }
-    // MaxText's train_data_columns is a list (['text']); elastrain reads one column.
+    // MaxText's train_data_columns is a list (['text']); elastrain reads one column. A
+    // MaxText file's longer list (DPO's ['chosen', 'rejected']) is for data elastrain
+    // does not read: ignored, as the key was before elastrain read JSONL.
     const bool one_column = key == "train_data_columns" && v.IsSequence() && v.size() == 1 && v[0].IsScalar();
+    if (key == "train_data_columns" && src.maxtext_file && v.IsSequence() && !one_column) {
+      NoteIgnored(key, l->ignored);
+      continue;
+    }
     if (!v.IsNull() && !v.IsScalar() && !one_column)
       return Status::InvalidArgument(
           fmt::format("{}{}: expected a single value, not a list or mapping", Prefix(src), key));

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -204,6 +205,13 @@ TEST(DatasetConfig, TrainDataColumnsTakesMaxTextsOneElementListAndBlendsAreCheck
   EXPECT_EQ(cli->train_data_columns, "content");
   auto two = LoadConfigText("train_data_columns: ['a', 'b']\n", "t.yml", {}, nullptr);
   ASSERT_FALSE(two.ok());
+  // A MaxText file's DPO columns are for data elastrain does not read: ignored.
+  std::vector<std::string> ignored;
+  auto dpo = LoadConfigText("hardware: cpu\ndataset_type: synthetic\ntrain_data_columns: ['chosen', 'rejected']\n",
+                            "dpo.yml", {}, &ignored);
+  ASSERT_TRUE(dpo.ok()) << dpo.status().ToString();
+  EXPECT_EQ(dpo->train_data_columns, "text");
+  EXPECT_NE(std::find(ignored.begin(), ignored.end(), "train_data_columns"), ignored.end());
   auto weight = LoadConfigText("", "t.yml", {"dataset_type=llmc", "dataset_path=0.5 /a -0.5 /b"}, nullptr);
   ASSERT_FALSE(weight.ok());
   EXPECT_THAT(weight.status().message(), HasSubstr("weight -0.5 of /b must be a positive finite number"));
