@@ -172,10 +172,11 @@ Result<std::unique_ptr<Dataset>> OpenTextDataset(const DatasetOptions& o) {
 // llmc, nanogpt, megatron: the mapped files' tokens as one stream (file order).
 class TokenFileDataset final : public Dataset {
  public:
-  TokenFileDataset(std::vector<TokenFile> files, int64_t seq_len, int64_t train_windows, int64_t eval_windows,
-                   std::string source)
+  TokenFileDataset(std::vector<TokenFile> files, int64_t seq_len, int64_t vocab_size, int64_t train_windows,
+                   int64_t eval_windows, std::string source)
       : files_(std::move(files)),
         seq_len_(seq_len),
+        vocab_size_(vocab_size),
         train_windows_(train_windows),
         eval_windows_(eval_windows),
         source_(std::move(source)) {
@@ -192,6 +193,7 @@ class TokenFileDataset final : public Dataset {
     const int64_t n = num_samples(split);
     if (index < 0 || index >= n) IndexOutOfRange(split, index, n);
     const int64_t window = split == Split::kTrain ? index : train_windows_ + index;
+    const int32_t* start = out;
     int64_t pos = window * seq_len_, left = seq_len_ + 1;
     // The file holding token `pos`: the last start <= pos (empty files are skipped).
     size_t f = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
@@ -206,6 +208,15 @@ class TokenFileDataset final : public Dataset {
       }
       ++f;
     }
+    // The ids were checked at open, but a mapped file that someone rewrites in place
+    // shows the new bytes: an id out of the vocabulary must never reach the embedding.
+    for (int64_t t = 0; t <= seq_len_; ++t)
+      if (start[t] < 0 || start[t] >= vocab_size_) {
+        LOG_ERROR("{}: {} sample {} holds token id {}, not below vocab_size={}: a token file changed after it was "
+                  "checked at open (files must not change while a run reads them)",
+                  source_, SplitName(split), index, start[t], vocab_size_);
+        std::abort();
+      }
   }
 
   std::string Describe() const override {
@@ -218,7 +229,7 @@ class TokenFileDataset final : public Dataset {
  private:
   std::vector<TokenFile> files_;
   std::vector<int64_t> starts_;  // [files + 1]: the stream position of each file's first token
-  int64_t seq_len_, train_windows_, eval_windows_;
+  int64_t seq_len_, vocab_size_, train_windows_, eval_windows_;
   std::string source_;
 };
 
@@ -234,7 +245,8 @@ Result<std::unique_ptr<Dataset>> OpenTokenFileDataset(const DatasetOptions& o) {
   ELASTRAIN_ASSIGN_OR_RETURN(auto split, SplitWindows(o, o.path, n));
   std::string source = std::string(DatasetTypeName(o.type)) + " dataset " + o.path;
   return std::unique_ptr<Dataset>(
-      std::make_unique<TokenFileDataset>(std::move(files), o.seq_len, split.first, split.second, std::move(source)));
+      std::make_unique<TokenFileDataset>(std::move(files), o.seq_len, o.vocab_size, split.first, split.second,
+                                         std::move(source)));
 }
 
 Result<std::unique_ptr<Dataset>> OpenOneSource(const DatasetOptions& o) {

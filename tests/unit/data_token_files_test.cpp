@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -315,6 +317,31 @@ TEST(TokenFiles, MegatronTokenOutOfVocabularyNamesItsPlace) {
   auto neg = OpenDataset(Options(DatasetType::kMegatron, d.path() + "/b"));
   ASSERT_FALSE(neg.ok());
   EXPECT_THAT(neg.status().message(), HasSubstr("token 3 (byte offset 3) is -1"));
+}
+
+// A file rewritten in place after the check at open: the mapping shows the new bytes,
+// and a sample holding an id past the vocabulary stops the process rather than reach
+// the embedding table.
+TEST(TokenFiles, AFileRewrittenWhileMappedNeverYieldsAnIdPastTheVocabulary) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ScopedTempDir d("tok_rewrite");
+  const std::string path = d.path() + "/a.bin";
+  ASSERT_TRUE(WriteFileAtomic(path, Llmc(Seq(200))).ok());
+  auto ds = OpenDataset(Options(DatasetType::kLlmc, path));
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    const uint16_t big = 60000;
+    std::fseek(f, 1024 + 2 * 10, SEEK_SET);  // token 10: window 1 (tokens 8..16)
+    std::fwrite(&big, 2, 1, f);
+    std::fclose(f);
+  }
+  std::vector<int32_t> w(9);
+  (*ds)->GetSample(Split::kTrain, 0, w.data());  // tokens 0..8: untouched
+  // (The reason, "train sample 1 holds token id 60000, not below vocab_size=256", is
+  // logged on stdout, which a death test does not capture.)
+  EXPECT_EXIT((*ds)->GetSample(Split::kTrain, 1, w.data()), ::testing::KilledBySignal(SIGABRT), "");
 }
 
 TEST(TokenFiles, TooFewTokensForOneTrainAndOneEvalWindow) {
