@@ -28,10 +28,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/api_client.h"
-#include "common/dataset_path.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/store_args.h"
+#include "common/dataset_path.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/signals.h"
