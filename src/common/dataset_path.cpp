@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 namespace elastrain {
@@ -22,6 +23,12 @@ bool ReadNumber(const std::string& word, double* v) {
   return end == word.c_str() + word.size();
 }
 
+// `text` names a file or directory as a whole ("2024 notes.txt"): one path, not a blend.
+bool ExistsWhole(const std::string& text) {
+  std::error_code ec;
+  return std::filesystem::exists(text, ec);
+}
+
 bool BlendForm(const std::vector<std::string>& words) {
   if (words.size() < 2 || words.size() % 2 != 0) return false;
   double v;
@@ -31,12 +38,12 @@ bool BlendForm(const std::vector<std::string>& words) {
 }
 }  // namespace
 
-bool IsDatasetBlend(const std::string& text) { return BlendForm(Words(text)); }
+bool IsDatasetBlend(const std::string& text) { return BlendForm(Words(text)) && !ExistsWhole(text); }
 
 Result<std::vector<WeightedPath>> ParseDatasetPath(const std::string& text) {
   const std::vector<std::string> words = Words(text);
   if (words.empty()) return std::vector<WeightedPath>{};
-  if (!BlendForm(words)) return std::vector<WeightedPath>{{1.0, text}};
+  if (!BlendForm(words) || ExistsWhole(text)) return std::vector<WeightedPath>{{1.0, text}};
   std::vector<WeightedPath> out;
   for (size_t i = 0; i < words.size(); i += 2) {
     double w = 0;

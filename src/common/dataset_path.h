@@ -18,7 +18,8 @@ struct WeightedPath {
 // `text` is a blend when it splits on whitespace into two or more words that alternate
 // number, path (each number read whole by strtod, e.g. "0.7", "3", "1e-1"; a path word
 // is not a number); then every weight must be positive and finite (an error names it).
-// Anything else is one path, spaces and all, with weight 1. Empty text: an empty list.
+// Anything else is one path, spaces and all, with weight 1, and so is a text that names
+// an existing file or directory as a whole ("2024 notes.txt"). Empty text: an empty list.
 // The weights are returned as written, not normalised.
 Result<std::vector<WeightedPath>> ParseDatasetPath(const std::string& text);
 

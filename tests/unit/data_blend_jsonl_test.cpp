@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -124,6 +125,18 @@ TEST(DatasetPath, OnePathOrAWeightedList) {
     EXPECT_THAT(r.status().message(), HasSubstr("must be a positive finite number")) << bad;
   }
   EXPECT_TRUE(ParseDatasetPath("")->empty());
+  // A file whose name has the blend form is that file.
+  ScopedTempDir d("blend_name");
+  const std::string odd = d.path() + "/2024 notes.txt";
+  EXPECT_TRUE(IsDatasetBlend("1 " + d.path() + "/notes.txt") && IsDatasetBlend("2024 notes.txt"));
+  ASSERT_TRUE(WriteFileAtomic(odd, "x").ok());
+  const std::string cwd = std::filesystem::current_path().string();
+  std::filesystem::current_path(d.path());
+  EXPECT_FALSE(IsDatasetBlend("2024 notes.txt"));
+  auto named = ParseDatasetPath("2024 notes.txt");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ((*named)[0].path, "2024 notes.txt");
+  std::filesystem::current_path(cwd);
 }
 
 TEST(Blend, EveryPrefixHoldsEachSourceWithinOneSampleOfItsShare) {
