@@ -31,6 +31,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/store_args.h"
+#include "common/dataset_path.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -342,7 +343,15 @@ int RunSubmitCommand(const std::vector<std::string>& all_args) {
   // Paths are the submitter's: make them absolute for the agents (a shared filesystem).
   std::error_code ec;
   for (std::string* p : {&cfg->base_output_directory, &cfg->dataset_path, &cfg->tokenizer_path})
-    if (!p->empty()) *p = fs::absolute(*p, ec).lexically_normal().string();
+    if (!p->empty() && !IsDatasetBlend(*p)) *p = fs::absolute(*p, ec).lexically_normal().string();
+  if (IsDatasetBlend(cfg->dataset_path)) {  // "W1 PATH1 W2 PATH2": each path absolute
+    auto sources = ParseDatasetPath(cfg->dataset_path);
+    if (!sources.ok()) return FailCommand("submit", sources.status());
+    std::string blend;
+    for (const WeightedPath& w : *sources)
+      blend += (blend.empty() ? "" : " ") + fmt::format("{} {}", w.weight, fs::absolute(w.path, ec).lexically_normal().string());
+    cfg->dataset_path = blend;
+  }
   auto res = CallApi(target.value(), ca, "POST", "/api/v1/jobs", {{"config_yaml", ConfigToYaml(cfg.value())}});
   if (!res.ok()) return FailApiCall("submit", res.status());
   auto submitted = DecodeSubmittedJob(target.value(), res.value());

@@ -98,8 +98,9 @@ void PrintLaunchSummary(const JobRecord& r, const TrainConfig& cfg, const std::s
 // in-memory store. SIGTERM or SIGINT is a preemption notice for the whole machine.
 int RunEmbeddedJob(const TrainConfig& cfg) {
   const bool launched = !cfg.launch_program.empty();
-  // Tokenise the corpus once here, so that the workers find the token cache ready.
-  if (!launched && cfg.dataset_type == DatasetType::kText) {
+  // Tokenise the corpus once here, so that the workers find the token cache ready (and
+  // check token files once, so that a bad one fails the job before any worker starts).
+  if (!launched && cfg.dataset_type != DatasetType::kSynthetic) {
     auto d = OpenDataset(DatasetOptionsForConfig(cfg));
     if (!d.ok()) return Fail(d.status());
   }

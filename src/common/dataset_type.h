@@ -12,11 +12,19 @@ namespace elastrain {
 enum class DatasetType {
   kSynthetic,  // a deterministic learnable sequence, no files (data/dataset.h)
   kText,       // a text file or a folder of them, tokenised (dataset_path, tokenizer_path)
+  kLlmc,       // llm.c token files: a 256 x int32 header, then uint16 or uint32 tokens (data/token_files.h)
+  kNanoGpt,    // nanoGPT token files: headerless uint16 tokens
+  kMegatron,   // Megatron-LM indexed datasets, PREFIX.bin + PREFIX.idx (MMIDIDX)
+  kJsonl,      // JSON Lines documents, the text in train_data_columns, tokenised like text
 };
 // MaxText's tfds, hf and grain are refused by name when the config loads.
-inline constexpr std::array<Choice<DatasetType>, 2> kDatasetTypeChoices = {{
+inline constexpr std::array<Choice<DatasetType>, 6> kDatasetTypeChoices = {{
     {"synthetic", DatasetType::kSynthetic},
     {"text", DatasetType::kText},
+    {"llmc", DatasetType::kLlmc},
+    {"nanogpt", DatasetType::kNanoGpt},
+    {"megatron", DatasetType::kMegatron},
+    {"jsonl", DatasetType::kJsonl},
 }};
 constexpr std::string_view DatasetTypeName(DatasetType t) { return ChoiceWord(kDatasetTypeChoices, t); }
 

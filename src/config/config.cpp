@@ -131,7 +131,10 @@ Status ApplyOverride(const std::string& key_in, const std::string& value, Loadin
     return Status::OK();
   }
   if (const ConfigKey* k = FindConfigKey(key)) {
-    ELASTRAIN_RETURN_IF_ERROR(SetValue(cli, *k, value, &l->c));
+    // train_data_columns=[text]: MaxText's one-element list.
+    const bool one_column = key == "train_data_columns" && value.size() >= 2 && value.front() == '[' &&
+                            value.back() == ']' && value.find(',') == std::string::npos;
+    ELASTRAIN_RETURN_IF_ERROR(SetValue(cli, *k, one_column ? value.substr(1, value.size() - 2) : value, &l->c));
     if (key == "model_name") l->model_name_given = true;
     l->Settled(key);
     return Status::OK();
@@ -170,10 +173,18 @@ Status ApplyYamlKeys(const Source& src, const YAML::Node& root, Loading* l) {
       NoteIgnored(key, l->ignored);
       continue;
     }
-    if (!v.IsNull() && !v.IsScalar())
+    // MaxText's train_data_columns is a list (['text']); elastrain reads one column. A
+    // MaxText file's longer list (DPO's ['chosen', 'rejected']) is for data elastrain
+    // does not read: ignored, as the key was before elastrain read JSONL.
+    const bool one_column = key == "train_data_columns" && v.IsSequence() && v.size() == 1 && v[0].IsScalar();
+    if (key == "train_data_columns" && src.maxtext_file && v.IsSequence() && !one_column) {
+      NoteIgnored(key, l->ignored);
+      continue;
+    }
+    if (!v.IsNull() && !v.IsScalar() && !one_column)
       return Status::InvalidArgument(
           fmt::format("{}{}: expected a single value, not a list or mapping", Prefix(src), key));
-    const std::string value = v.IsNull() ? "" : v.Scalar();
+    const std::string value = one_column ? v[0].Scalar() : v.IsNull() ? "" : v.Scalar();
     if (src.maxtext_file && IsMaxTextSentinel(key, value)) continue;
     const Status st = SetValue(src, *k, value, &l->c);
     if (st.ok()) {

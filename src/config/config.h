@@ -119,10 +119,11 @@ struct TrainConfig {
   RematPolicy remat_policy = RematPolicy::kNone;  // none | full
   int64_t init_weights_seed = 0;
   // --- data ---
-  DatasetType dataset_type = DatasetType::kSynthetic;  // synthetic | text
-  std::string dataset_path;                  // text: a file or a directory of text files
+  DatasetType dataset_type = DatasetType::kSynthetic;  // synthetic | text | llmc | nanogpt | megatron | jsonl
+  std::string dataset_path;                  // files of the dataset, or a blend "W1 PATH1 W2 PATH2 ..."
   std::string tokenizer_path;                // sentencepiece .model; empty: bytes
   std::optional<TokenizerType> tokenizer_type;  // unset: chosen from tokenizer_path (data/tokenizer.h)
+  std::string train_data_columns = "text";   // jsonl: the field of each line that holds the text
   int64_t data_shuffle_seed = 0;
   double eval_split_fraction = 0.05;         // share of the corpus held out for validation
   int64_t eval_interval = 50;                // steps between evaluations; <= 0: none (MaxText's -1)

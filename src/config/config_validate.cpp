@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/checked_math.h"
+#include "common/dataset_path.h"
 #include "common/files.h"
 #include "config/config_keys.h"
 #include "model/activations.h"
@@ -160,15 +161,31 @@ Status ValidateOptimisation(const TrainConfig& c) {
   return Status::OK();
 }
 
+// The file dataset types (and a blend of any type): dataset_path names something, a
+// blend's weights are positive and finite; each path is checked when the data opens
+// (a glob, a Megatron prefix).
+Status ValidateDatasetFiles(const TrainConfig& c) {
+  if (c.dataset_type == DatasetType::kSynthetic) return Status::OK();
+  if (c.dataset_path.empty())
+    return Bad("dataset_path", "", fmt::format("dataset_type={} needs files (a path, a directory, a glob or a blend "
+                                               "\"W1 PATH1 W2 PATH2\"; docs/datasets.md)",
+                                               ChoiceWord(kDatasetTypeChoices, c.dataset_type)));
+  ELASTRAIN_RETURN_IF_ERROR(ParseDatasetPath(c.dataset_path).status());
+  if (c.dataset_type == DatasetType::kJsonl && c.train_data_columns.empty())
+    return Bad("train_data_columns", "", "dataset_type=jsonl needs the JSON field that holds the text, e.g. text");
+  return Status::OK();
+}
+
 Status ValidateData(const TrainConfig& c) {
-  if (c.dataset_type == DatasetType::kText) {
+  if (c.dataset_type == DatasetType::kText && !IsDatasetBlend(c.dataset_path)) {
     if (c.dataset_path.empty())
       return Bad("dataset_path", "", "dataset_type=text needs a text file or a directory of text files");
     ELASTRAIN_RETURN_IF_ERROR(PathExists("dataset_path", c.dataset_path));
   }
+  ELASTRAIN_RETURN_IF_ERROR(ValidateDatasetFiles(c));
   // Only text data reads the tokenizer (a MaxText config names one of MaxText's assets
   // even for synthetic data).
-  if (c.dataset_type == DatasetType::kText && !c.tokenizer_path.empty())
+  if ((c.dataset_type == DatasetType::kText || c.dataset_type == DatasetType::kJsonl) && !c.tokenizer_path.empty())
     ELASTRAIN_RETURN_IF_ERROR(PathExists("tokenizer_path", c.tokenizer_path));
   // An empty path with MaxText's default type (sentencepiece) is bytes (data/tokenizer.h).
   if (c.dataset_type == DatasetType::kText && c.tokenizer_path.empty() && c.tokenizer_type &&

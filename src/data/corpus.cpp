@@ -1,5 +1,7 @@
 #include "data/corpus.h"
 
+#include <glob.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,7 +23,47 @@ Result<bool> FileLooksBinary(const std::string& path) {
   head.resize(static_cast<size_t>(in.gcount()));
   return LooksBinary(head);
 }
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
 }  // namespace
+
+bool LooksLikeGlob(const std::string& path) {
+  std::error_code ec;
+  return path.find_first_of("*?[") != std::string::npos && !fs::exists(path, ec);
+}
+
+Result<std::vector<std::string>> ListDataFiles(const std::string& path, const std::string& suffix,
+                                               const std::string& what) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  if (LooksLikeGlob(path)) {
+    glob_t g{};
+    const int rc = ::glob(path.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i)
+        if (std::error_code fec; fs::is_regular_file(g.gl_pathv[i], fec)) files.emplace_back(g.gl_pathv[i]);
+    globfree(&g);
+    if (rc != 0 && rc != GLOB_NOMATCH) return Status::IOError("dataset_path=" + path + ": cannot expand the glob");
+  } else if (fs::is_directory(path, ec)) {
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::error_code fec;
+      if (EndsWith(it->path().string(), suffix) && fs::is_regular_file(it->path(), fec))
+        files.push_back(it->path().string());
+    }
+    if (ec) return Status::IOError(path + ": cannot list directory (" + ec.message() + ")");
+  } else if (fs::is_regular_file(path, ec)) {
+    files = {path};
+  } else {
+    return Status::NotFound("dataset_path=" + path + ": no such file or directory");
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty())
+    return Status::NotFound("dataset_path=" + path + ": no " + what + " found" +
+                            (fs::is_directory(path, ec) ? " (files named *" + suffix + ")" : std::string()));
+  return files;
+}
 
 bool LooksBinary(const std::string& data) {
   size_t n = std::min(data.size(), kBinaryProbeBytes);

@@ -15,6 +15,14 @@ namespace elastrain {
 // indexes). Errors name the path; a directory without any text file is an error.
 Result<std::vector<std::string>> ListCorpusFiles(const std::string& path);
 
+// The files of a dataset_path for a binary or structured format, sorted by path: a
+// regular file as is; a directory: the regular files under it (recursively, links to
+// files too) whose name ends in `suffix` (".bin"); or a glob pattern (*, ?, [...]) of
+// regular files, when no file has that very name. None found is NotFound naming `what`.
+Result<std::vector<std::string>> ListDataFiles(const std::string& path, const std::string& suffix,
+                                               const std::string& what);
+bool LooksLikeGlob(const std::string& path);
+
 // True if the first 8 KiB of `data` contain a NUL byte.
 bool LooksBinary(const std::string& data);
 

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/dataset_type.h"
+#include "common/tokenizer_type.h"
 #include "common/status.h"
 
 namespace elastrain {
@@ -15,9 +17,11 @@ enum class Split { kTrain, kEval };
 
 struct DatasetOptions {
   DatasetType type = DatasetType::kSynthetic;
-  std::string path;                // text: a text file or a directory of text files
-  std::string tokenizer_path;      // text: sentencepiece .model; empty: bytes
-  std::string cache_dir;           // text: where token caches live; empty: no cache
+  std::string path;                // dataset_path: files, or a blend "W1 PATH1 W2 PATH2 ..."
+  std::string tokenizer_path;      // text, jsonl: sentencepiece .model; empty: bytes
+  std::optional<TokenizerType> tokenizer_type;  // unset: chosen from tokenizer_path (data/tokenizer.h)
+  std::string cache_dir;           // text, jsonl: where token caches live; empty: no cache
+  std::string text_field = "text";  // jsonl: the field holding the text (train_data_columns)
   int64_t seq_len = 0;             // T: a sample is T+1 tokens (inputs and shifted targets)
   int64_t vocab_size = 0;          // the model's V; every token id is below it
   double eval_split_fraction = 0.05;  // text: share of the windows held out, in [0, 1)
@@ -44,6 +48,15 @@ class Dataset {
 //    T+1 tokens with stride T; the last eval_split_fraction of the windows (at least
 //    one when the fraction is positive) is the eval split, the rest train. The last
 //    train target is the first eval input: a single shared token, not a whole window.
+//  jsonl: like text, the text being each line's `text_field`, documents in line order,
+//    each followed by "\n" (data/jsonl.h); bad lines are an error naming file:line.
+//  llmc, nanogpt, megatron: the files' tokens, memory-mapped (data/token_files.h), every
+//    id checked against vocab_size at open; the files in sorted order are one stream,
+//    cut into windows as for text. Windows cross file, document and sequence boundaries
+//    (as Megatron's GPT dataset concatenates documents; llm.c's documents start with
+//    their EOT token, so the model sees where one ends).
+//  A blend (dataset_path "W1 PATH1 W2 PATH2 ..."): each PATH opened as above, then
+//    blended by weight (data/blend.h); each split blends the sources' same split.
 Result<std::unique_ptr<Dataset>> OpenDataset(const DatasetOptions& options);
 
 inline constexpr int64_t kSyntheticTrainSamples = int64_t{1} << 20;

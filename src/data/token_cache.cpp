@@ -97,9 +97,13 @@ Status ForEachFileText(const std::vector<std::string>& files, Use use) {
   return Status::OK();
 }
 
-Result<std::vector<int32_t>> Tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& files) {
+Result<std::vector<int32_t>> Tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& files,
+                                      const TextExtractor* extractor) {
   std::vector<std::vector<int32_t>> per_file(files.size());
-  ELASTRAIN_RETURN_IF_ERROR(ForEachFileText(files, [&](size_t i, const std::string& text) {
+  ELASTRAIN_RETURN_IF_ERROR(ForEachFileText(files, [&](size_t i, const std::string& content) {
+    Result<std::string> extracted = extractor ? extractor->extract(files[i], content) : Result<std::string>(std::string());
+    if (!extracted.ok()) return extracted.status();
+    const std::string& text = extractor ? *extracted : content;
     auto ids = tokenizer.Encode(text);
     if (!ids.ok()) return Status::Internal(files[i] + ": " + ids.status().message());
     per_file[i] = std::move(*ids);
@@ -111,7 +115,8 @@ Result<std::vector<int32_t>> Tokenize(const Tokenizer& tokenizer, const std::vec
 }
 }  // namespace
 
-Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std::string>& files) {
+Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std::string>& files,
+                               const TextExtractor* extractor) {
   std::vector<uint64_t> sizes(files.size()), hashes(files.size());
   ELASTRAIN_RETURN_IF_ERROR(ForEachFileText(files, [&](size_t i, const std::string& text) {
     sizes[i] = text.size();
@@ -120,6 +125,10 @@ Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std
   }));
   std::string material = tokenizer.id();
   material.push_back('\0');
+  if (extractor) {  // absent from the keys of plain text, so their caches stay valid
+    material += "extract:" + extractor->id;
+    material.push_back('\0');
+  }
   for (size_t i = 0; i < files.size(); ++i) {
     material += files[i];
     material.push_back('\0');
@@ -130,13 +139,13 @@ Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std
 }
 
 Result<TokenStream> LoadOrBuildTokens(const Tokenizer& tokenizer, const std::vector<std::string>& files,
-                                      const std::string& cache_dir) {
+                                      const std::string& cache_dir, const TextExtractor* extractor) {
   TokenStream out;
   if (cache_dir.empty()) {
-    ELASTRAIN_ASSIGN_OR_RETURN(out.tokens, Tokenize(tokenizer, files));
+    ELASTRAIN_ASSIGN_OR_RETURN(out.tokens, Tokenize(tokenizer, files, extractor));
     return out;
   }
-  ELASTRAIN_ASSIGN_OR_RETURN(uint64_t key, TokenCacheKey(tokenizer, files));
+  ELASTRAIN_ASSIGN_OR_RETURN(uint64_t key, TokenCacheKey(tokenizer, files, extractor));
   out.cache_path = (std::filesystem::path(cache_dir) / ("tokens-" + HexU64(key) + ".bin")).string();
   if (FileExists(out.cache_path)) {
     auto data = ReadFile(out.cache_path);
@@ -150,7 +159,7 @@ Result<TokenStream> LoadOrBuildTokens(const Tokenizer& tokenizer, const std::vec
     }
     LOG_WARN("token cache: ignoring and rebuilding {}", tokens.status().ToString());
   }
-  ELASTRAIN_ASSIGN_OR_RETURN(out.tokens, Tokenize(tokenizer, files));
+  ELASTRAIN_ASSIGN_OR_RETURN(out.tokens, Tokenize(tokenizer, files, extractor));
   ELASTRAIN_RETURN_IF_ERROR(MakeDirs(cache_dir));
   ELASTRAIN_RETURN_IF_ERROR(WriteFileAtomic(out.cache_path, Serialize(out.tokens, key, tokenizer.vocab_size())));
   LOG_INFO("token cache: tokenised {} files into {} tokens, wrote {}", files.size(), out.tokens.size(),

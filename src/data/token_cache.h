@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,13 +34,24 @@ struct TokenStream {
   bool loaded_from_cache = false;
 };
 
+// How a file's content becomes the text to tokenise (JSONL: its documents' text field);
+// none: the content itself. `id` names the extraction in the cache key ("jsonl:text"), so
+// another field or reader gets another cache file. `extract` is called from several
+// threads at once.
+struct TextExtractor {
+  std::string id;
+  std::function<Result<std::string>(const std::string& path, const std::string& content)> extract;
+};
+
 // Cache key of `files` tokenised by `tokenizer` (reads every file to hash it).
-Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std::string>& files);
+Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std::string>& files,
+                               const TextExtractor* extractor = nullptr);
 
 // Returns the tokens of `files`, from `cache_dir` when a valid cache file is there,
-// otherwise tokenising them and writing the cache (atomically). Empty `cache_dir`:
-// tokenise without caching. Errors name the file.
+// otherwise tokenising them (the text `extractor` takes from each, when given) and
+// writing the cache (atomically). Empty `cache_dir`: tokenise without caching. Errors
+// name the file.
 Result<TokenStream> LoadOrBuildTokens(const Tokenizer& tokenizer, const std::vector<std::string>& files,
-                                      const std::string& cache_dir);
+                                      const std::string& cache_dir, const TextExtractor* extractor = nullptr);
 
 }  // namespace elastrain

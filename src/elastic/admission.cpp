@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/dataset_path.h"
 #include "common/process.h"
 
 namespace elastrain {
@@ -98,8 +99,23 @@ Status AdmitJob(const Admission& a, const TrainConfig& cfg) {
           "agent {} does not allow launch_program {} ({}): it allows {} (elastrain agent --allow-program)", a.agent,
           program.front(), resolved.ok() ? resolved.value() : found, Joined(a.programs)));
   }
+  // dataset_path may be a blend of paths, each maybe a glob: each path's directories
+  // before its first glob character are admitted (what a directory dataset_path admits),
+  // and a glob may not climb out of them with '..'.
+  ELASTRAIN_ASSIGN_OR_RETURN(std::vector<WeightedPath> sources, ParseDatasetPath(cfg.dataset_path));
+  for (const WeightedPath& w : sources) {
+    const size_t glob = w.path.find_first_of("*?[");
+    if (glob != std::string::npos && ("/" + w.path + "/").find("/../") != std::string::npos)
+      return Status::PermissionDenied(fmt::format("agent {} refuses dataset_path={}: a glob with a '..' component "
+                                                  "(its matches could lead anywhere)",
+                                                  a.agent, w.path));
+    const std::string fixed =
+        glob == std::string::npos ? w.path : w.path.substr(0, w.path.rfind('/', glob) == std::string::npos
+                                                                   ? 0
+                                                                   : w.path.rfind('/', glob) + 1);
+    ELASTRAIN_RETURN_IF_ERROR(AdmitPath(a, "dataset_path", fixed.empty() ? "." : fixed));
+  }
   const std::pair<const char*, const std::string*> keys[] = {
-      {"dataset_path", &cfg.dataset_path},
       {"tokenizer_path", &cfg.tokenizer_path},
       {"load_parameters_path", &cfg.load_parameters_path},
       {"load_full_state_path", &cfg.load_full_state_path},

@@ -7,6 +7,8 @@ DatasetOptions DatasetOptionsForConfig(const TrainConfig& cfg) {
   o.type = cfg.dataset_type;
   o.path = cfg.dataset_path;
   o.tokenizer_path = cfg.tokenizer_path;
+  o.tokenizer_type = cfg.tokenizer_type;
+  o.text_field = cfg.train_data_columns;
   o.cache_dir = cfg.base_output_directory + "/.cache";
   o.seq_len = cfg.max_target_length;
   o.vocab_size = cfg.model.vocab_size;

@@ -53,7 +53,7 @@ config_has smoke 'base_num_decoder_layers: 8'
 config_has smoke 'head_dim: 16'
 
 # 4. What elastrain cannot train is one clear line naming the key.
-expect_error "MaxText's tfds data" "dataset_type=tfds: expected one of synthetic, text \(MaxText's tfds" -- \
+expect_error "MaxText's tfds data" "dataset_type=tfds: expected one of synthetic, text, llmc, nanogpt, megatron, jsonl \(MaxText's tfds" -- \
   train "$MT/base.yml" run_name=x base_output_directory="$WORK/runs"
 expect_error "bfloat16 master weights" "vllm.yml: weight_dtype=bfloat16: expected one of float32 \(elastrain keeps master weights" -- \
   train "$MT/inference/vllm.yml" dataset_type=synthetic base_output_directory="$WORK/runs"

@@ -95,6 +95,18 @@ TEST(Admission, DataPathsStayInTheAllowedDirectories) {
   EXPECT_NE(st.message().find(d.outside + "/weights.bin"), std::string::npos) << "names where it leads: " << st.message();
 }
 
+TEST(Admission, EveryPathOfABlendAndEveryGlobStaysInTheAllowedDirectories) {
+  Dirs d;
+  TrainConfig c;
+  c.dataset_path = "0.7 " + d.allowed + "/a.bin 0.3 " + d.allowed + "/shards/*.bin";
+  EXPECT_TRUE(AdmitJob(d.Rules(), c).ok()) << AdmitJob(d.Rules(), c).message();
+  for (const std::string& escape : {"0.7 " + d.allowed + "/a.bin 0.3 " + d.outside + "/b.bin",
+                                    d.allowed + "/../outside/*.bin", "1 " + d.allowed + "/*/../../outside/x.bin"}) {
+    c.dataset_path = escape;
+    EXPECT_EQ(AdmitJob(d.Rules(), c).code(), StatusCode::kPermissionDenied) << escape;
+  }
+}
+
 TEST(Admission, TheRunDirectoryIsTheAgentsCheck) {
   Dirs d;
   EXPECT_TRUE(AdmitPath(d.Rules(), "the run directory", d.allowed + "/runs/job").ok());

@@ -100,7 +100,7 @@ TEST(MaxTextBaseYml, ItsDatasetTypeIsAClearError) {
   auto c = LoadConfig(Fixture("base.yml"), {}, nullptr);
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(c.status().message(),
-              StartsWith(Fixture("base.yml") + ": dataset_type=tfds: expected one of synthetic, text (MaxText's tfds"));
+              StartsWith(Fixture("base.yml") + ": dataset_type=tfds: expected one of synthetic, text, llmc, nanogpt, megatron, jsonl (MaxText's tfds"));
   EXPECT_THAT(c.status().message(), HasSubstr("add dataset_type=synthetic"));
 }
 

@@ -379,8 +379,9 @@ TEST(ConfigRunName, TheDefaultIsNewForEveryRun) {
 TEST(ConfigChoices, BadWordNamesKeyValueAndTheAllowedWords) {
   EXPECT_EQ(Error({"log_level=verbose"}), "log_level=verbose: expected one of trace, debug, info, warn, error");
   EXPECT_EQ(Error({"dataset_type=hf"}),
-            "dataset_type=hf: expected one of synthetic, text (MaxText's tfds, hf and grain pipelines are not "
-            "implemented: add dataset_type=synthetic, or dataset_type=text with dataset_path)");
+            "dataset_type=hf: expected one of synthetic, text, llmc, nanogpt, megatron, jsonl (MaxText's tfds, hf "
+            "and grain pipelines are not implemented: add dataset_type=synthetic, or dataset_type=text, llmc, "
+            "nanogpt, megatron or jsonl with dataset_path)");
   EXPECT_EQ(Error({"decoder_block=mixtral"}),
             "decoder_block=mixtral: expected one of llama, gpt2, mistral, gemma, gemma2, qwen2, qwen3, olmo3 (MaxText's "
             "llama2, llama3, gpt3 name these too; its mixtral, deepseek, gemma3, gemma4, llama4, qwen3_moe, "
