@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "model/model_config.h"
 #include "transformer/generate.h"
 #include "transformer/transformer.h"
@@ -15,7 +16,7 @@
 namespace elastrain {
 namespace {
 
-constexpr int64_t kContext = 24;
+constexpr int64_t kContext = 16;
 
 // A random model of the preset with weights large enough that the logits differ.
 struct RandomModel {
@@ -52,6 +53,37 @@ double MaxRelDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return diff / std::max(scale, 1e-30);
 }
 
+// The cached attention kernel against the training one: n queries at positions
+// [pos, pos+n) over keys [0, pos+n) are the last n rows of a full causal attention over
+// pos+n positions, with a window and a soft cap too.
+TEST(GenerateTest, CachedAttentionKernelIsTheFullOnesLastRows) {
+  const int64_t Hq = 4, Hkv = 2, hd = 8, T = 11, S = (Hq + 2 * Hkv) * hd, KD = Hkv * hd, QD = Hq * hd;
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> qkv(T * S);
+  for (float& x : qkv) x = nd(rng);
+  std::vector<float> kc(T * KD), vc(T * KD);  // the keys and values as a cache holds them
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < KD; ++i) {
+      kc[t * KD + i] = qkv[t * S + QD + i];
+      vc[t * KD + i] = qkv[t * S + QD + KD + i];
+    }
+  for (kernels::AttentionOptions opt : {kernels::AttentionOptions{}, kernels::AttentionOptions{4, 0.0},
+                                        kernels::AttentionOptions{0, 0.5}}) {
+    std::vector<float> full(T * QD), att(Hq * T * T);
+    kernels::attention_forward(full.data(), att.data(), qkv.data(), 1, T, Hq, Hkv, hd, opt);
+    for (int64_t pos : {int64_t{0}, int64_t{6}, T - 1}) {
+      const int64_t n = T - pos;
+      std::vector<float> out(n * QD), catt(Hq * n * T);
+      kernels::attention_cached_forward(out.data(), catt.data(), qkv.data() + pos * S, kc.data(), vc.data(), n, pos,
+                                        Hq, Hkv, hd, opt);
+      for (int64_t i = 0; i < n * QD; ++i)
+        ASSERT_NEAR(out[i], full[pos * QD + i], 1e-5) << "window " << opt.window << " cap " << opt.soft_cap
+                                                      << " pos " << pos << " element " << i;
+    }
+  }
+}
+
 std::vector<std::string> Families() {
   std::vector<std::string> out = {"tiny", "tiny-gpt2"};
   for (const std::string& n : ModelPresetNames())
@@ -82,7 +114,7 @@ TEST(GenerateTest, CachedLogitsEqualFullForwardForEveryFamily) {
     // One more position does not fit: refused, the cache unchanged.
     Status st = m.model->Decode(m.params.data(), seq.data(), 1, &cache, cached.data());
     EXPECT_FALSE(st.ok());
-    EXPECT_NE(st.message().find("context of 24 tokens"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("context of 16 tokens"), std::string::npos) << st.message();
     EXPECT_EQ(cache.length, kContext);
   }
 }
@@ -128,7 +160,7 @@ TEST(GenerateTest, GreedyTokensEqualWithAndWithoutCache) {
     auto without = Generate(*m.model, m.params.data(), prompt, o);
     ASSERT_TRUE(with.ok()) << with.status().message();
     ASSERT_TRUE(without.ok()) << without.status().message();
-    EXPECT_EQ(with->tokens.size(), 20u);
+    EXPECT_EQ(with->tokens.size(), 12u);
     EXPECT_EQ(with->tokens, without->tokens);
     std::map<int32_t, int> distinct;
     for (int32_t t : with->tokens) distinct[t]++;
@@ -143,7 +175,7 @@ TEST(GenerateTest, SamplingIsDeterministicForASeed) {
   RandomModel m = MakeModel("tiny");
   const std::vector<int32_t> prompt = Prompt(3, m.cfg.vocab_size);
   GenerateOptions o;
-  o.max_new_tokens = 15;
+  o.max_new_tokens = 12;
   o.sampling = {.temperature = 1.5, .top_k = 50, .top_p = 0.95};
   o.seed = 42;
   auto a = Generate(*m.model, m.params.data(), prompt, o);
@@ -190,9 +222,9 @@ TEST(GenerateTest, RefusesBadRequestsWithClearErrors) {
             std::string::npos) << out_of_vocab.status().message();
   o.max_new_tokens = 1000000000;
   auto huge = Generate(*m.model, m.params.data(), {1, 2, 3}, o);
-  EXPECT_NE(huge.status().message().find("ask for at most 22 new tokens"), std::string::npos)
+  EXPECT_NE(huge.status().message().find("ask for at most 14 new tokens"), std::string::npos)
       << huge.status().message();
-  o.max_new_tokens = 22;
+  o.max_new_tokens = 14;
   EXPECT_TRUE(Generate(*m.model, m.params.data(), {1, 2, 3}, o).ok());
   o.max_new_tokens = 4;
   o.sampling.top_p = 0;
