@@ -123,7 +123,11 @@ int RunGenerateCommand(const std::vector<std::string>& args) {
                    static_cast<long long>(cfg.model.NumParams()), static_cast<long long>(cfg.max_target_length),
                    (*tokenizer)->id().c_str());
     if (s > 0) std::printf("---------------\n");
-    std::printf("%s%s\n", prompt.c_str(), (*tokenizer)->Decode(r->tokens).c_str());
+    // The whole sequence decoded at once, as sample.py does: a character whose bytes
+    // straddle the prompt's end, or a piece's leading space, comes out whole.
+    std::vector<int32_t> all = *ids;
+    all.insert(all.end(), r->tokens.begin(), r->tokens.end());
+    std::printf("%s\n", (*tokenizer)->Decode(all).c_str());
     if (print_ids) {
       std::string line = "ids:";
       for (int32_t t : r->tokens) line += fmt::format(" {}", t);
