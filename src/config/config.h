@@ -125,6 +125,7 @@ struct TrainConfig {
   double eval_split_fraction = 0.05;         // share of the corpus held out for validation
   int64_t eval_interval = 50;                // steps between evaluations; <= 0: none (MaxText's -1)
   int64_t eval_steps = 4;                    // validation batches per evaluation
+  int64_t sample_period = 0;                 // > 0: the chief logs a short greedy sample every N steps
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
   GemmBackend gemm_backend = GemmBackend::kOneDnn;  // onednn | openblas

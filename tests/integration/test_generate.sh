@@ -6,7 +6,7 @@ source "$(dirname "$0")/lib.sh"
 CORPUS=/usr/share/games/fortunes/computers
 "$BIN" train model_name=tiny dataset_type=text dataset_path=$CORPUS max_target_length=64 per_device_batch_size=4 \
   steps=30 learning_rate=3e-3 eval_interval=15 eval_steps=3 log_period=10 hardware_peak_tflops=1 threads_per_worker=1 \
-  num_workers=2 ici_fsdp_parallelism=2 collective_timeout=30 \
+  num_workers=2 ici_fsdp_parallelism=2 collective_timeout=30 sample_period=15 \
   base_output_directory="$WORK/runs" run_name=fsdp >"$WORK/train.out" 2>&1 \
   || fail "training: $(tail -3 "$WORK/train.out")"
 RUN=runs/fsdp
@@ -64,6 +64,19 @@ t1=$("$BIN" generate --run-dir runs/tp --prompt "The computer" --max-new-tokens 
 t2=$("$BIN" generate --run-dir runs/tp --prompt "The computer" --max-new-tokens 20 --temperature 0 --print-ids --no-kv-cache 2>&1 | grep '^ids:' || true)
 [ -n "$t2" ] && [ "$(grep '^ids:' <<<"$t1")" = "$t2" ] && pass "tensor-parallel checkpoint: greedy tokens equal with and without the cache" \
   || fail "tensor-parallel checkpoint: generate: $t1 / $t2"
+
+# sample_period: greedy samples in the log of a one-worker run; a sharded run says why not.
+"$BIN" train model_name=tiny dataset_type=text dataset_path=$CORPUS max_target_length=64 per_device_batch_size=4 \
+  steps=10 eval_interval=-1 sample_period=5 log_period=5 hardware_peak_tflops=1 threads_per_worker=1 \
+  base_output_directory="$WORK/runs" run_name=samples >"$WORK/samples.out" 2>&1 || fail "sample_period run: $(tail -3 "$WORK/samples.out")"
+[ "$(grep -cE 'step (5|10): sample: .* \| ' runs/samples/train.log)" -eq 2 ] \
+  && /usr/bin/python3 -c "import sys; t = open(sys.argv[1], 'rb').read().decode('utf-8'); sys.exit(any(c < ' ' and c != '\n' for c in t))" \
+     runs/samples/train.log \
+  && pass "sample_period=5: samples at steps 5 and 10 in train.log: $(grep -m1 'sample:' runs/samples/train.log | cut -c1-120)" \
+  || fail "sample_period=5: $(grep sample runs/samples/train.log | head -3)"
+[ "$(grep -c "sample_period=15: no samples in this generation: rank 0 holds a shard" $RUN/train.log)" -eq 1 ] \
+  && ! grep -q "sample:" $RUN/train.log && pass "sample_period on an FSDP mesh: one warning, no sample" \
+  || fail "sample_period on FSDP: $(grep -m2 sample $RUN/train.log)"
 
 # Hostile requests: one line on stderr, a non-zero exit.
 expect_error "empty prompt" "prompt is empty" -- generate --run-dir $RUN --prompt ""
