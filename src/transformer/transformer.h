@@ -50,6 +50,9 @@ class Transformer {
   // Forward over `rows` <= max_batch sequences: inputs and targets (rows, seq_len); a
   // negative target masks its position. Returns the SUM of token losses.
   double Forward(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows);
+  // After Forward with targets == nullptr: the logits, (rows*T, V) row-major (before a
+  // final soft cap, which the loss applies).
+  const T* logits() const { return av_.logits; }
   // Forward and backward: accumulates d(dloss * sum of token losses)/d(params) into
   // grads and returns the sum of token losses. dloss is typically 1/(tokens in the
   // global batch), so that accumulated micro-batches give the mean-loss gradient.
