@@ -1,5 +1,6 @@
 # The commands of README.md ("The two commands"):
 #   make demo   installs dependencies, builds, trains the `small` llama on the fortunes corpus
+#               and prints a sample of its text (scripts/demo.sh)
 #   make test   installs dependencies, builds (the fuzz harnesses' clang tree too), runs
 #               every test: ctest's whole list, TEST_JOBS (2) at a time; what .ci/run runs
 #   make check  builds and runs the fast tier (ctest -L fast: the unit tests and the quick

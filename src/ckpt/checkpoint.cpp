@@ -73,6 +73,11 @@ Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, co
                                      const std::vector<const float*>& data) {
   if (pieces.size() != data.size())
     return Status::InvalidArgument(fmt::format("{}: {} pieces but {} data pointers", path, pieces.size(), data.size()));
+  return WriteShardFileFrom(path, kind, pieces, [&](size_t i) -> Result<const float*> { return data[i]; });
+}
+
+Result<ShardFileInfo> WriteShardFileFrom(const std::string& path, StateKind kind, const std::vector<PieceSpec>& pieces,
+                                         const std::function<Result<const float*>(size_t)>& fill) {
   std::vector<SafetensorsWriter::Entry> entries;
   for (const PieceSpec& p : pieces) {
     ELASTRAIN_RETURN_IF_ERROR(ValidatePiece(p));
@@ -87,7 +92,8 @@ Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, co
   info.file = fp.filename().string();
   info.kind = kind;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    ELASTRAIN_ASSIGN_OR_RETURN(uint64_t sum, w->Append(data[i], pieces[i].size()));
+    ELASTRAIN_ASSIGN_OR_RETURN(const float* data, fill(i));
+    ELASTRAIN_ASSIGN_OR_RETURN(uint64_t sum, w->Append(data, pieces[i].size()));
     info.pieces.push_back({pieces[i], info.file, entries[i].key, w->DataOffset(i), sum});
   }
   ELASTRAIN_ASSIGN_OR_RETURN(info.bytes, w->Finish());

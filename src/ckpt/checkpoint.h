@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ std::string ShardFileName(StateKind kind, int rank);
 // included) the temp file is removed and the IOError names the file.
 Result<ShardFileInfo> WriteShardFile(const std::string& path, StateKind kind, const std::vector<PieceSpec>& pieces,
                                      const std::vector<const float*>& data);
+// The same with piece i's data (pieces[i].size() floats) from fill(i), asked for just
+// before it is written and used only until the next call: one piece in memory at a time
+// (an import of a model larger than memory). An error from fill removes the temp file.
+Result<ShardFileInfo> WriteShardFileFrom(const std::string& path, StateKind kind, const std::vector<PieceSpec>& pieces,
+                                         const std::function<Result<const float*>(size_t)>& fill);
 
 // manifest.json in `dir`, written atomically. ReadManifest validates the format name,
 // version and every field (types, ranges: step >= 0, mesh axes >= 1, shapes whose

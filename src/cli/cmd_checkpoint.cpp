@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "common/checked_math.h"
 #include "common/files.h"
+#include "convert/hf_checkpoint.h"
 
 namespace elastrain {
 
@@ -192,6 +193,51 @@ int Export(const std::string& dir, const std::string& out) {
   return 0;
 }
 
+// "5GB", "500MB", "64KiB", "1000": bytes (HF's max_shard_size spellings; decimal and
+// binary units); InvalidArgument naming the value otherwise.
+Result<int64_t> ParseShardSize(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string unit = text.substr(digits);
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"", 1},          {"B", 1},          {"KB", 1000},        {"MB", 1000000},
+      {"GB", 1000000000}, {"KiB", 1 << 10}, {"MiB", 1 << 20},    {"GiB", int64_t{1} << 30}};
+  const auto bad = Status::InvalidArgument(
+      fmt::format("--max-shard-size '{}': expected a positive size such as 5GB, 500MB or 1048576", text));
+  if (digits == 0 || digits > 12) return bad;
+  const int64_t n = std::stoll(text.substr(0, digits));
+  for (const auto& [u, scale] : kUnits)
+    if (unit == u) {
+      if (n < 1 || n > (int64_t{1} << 50) / scale) return bad;
+      return n * scale;
+    }
+  return bad;
+}
+
+int ImportHfCommand(const std::string& hf_dir, const std::string& out) {
+  auto r = convert::ImportHf(hf_dir, out);
+  if (!r.ok()) return Fail("import", r.status());
+  std::printf("wrote %s: %lld tensors (%s), a step-0 checkpoint of the parameters, and %s\n"
+              "train it: elastrain train %s load_parameters_path=%s [key=value ...]\n",
+              out.c_str(), static_cast<long long>(r->tensors), Bytes(r->bytes).c_str(), r->model_yaml_path.c_str(),
+              r->model_yaml_path.c_str(), out.c_str());
+  return 0;
+}
+
+int ExportHfCommand(const std::string& dir, const std::string& out, const std::string& shard_size) {
+  auto limit = ParseShardSize(shard_size);
+  if (!limit.ok()) {
+    std::fprintf(stderr, "elastrain checkpoint export: error: %s\n", limit.status().message().c_str());
+    return 2;
+  }
+  auto r = convert::ExportHf(dir, out, *limit);
+  if (!r.ok()) return Fail("export", r.status());
+  std::printf("wrote %s in Hugging Face layout: config.json and %lld tensors in %lld safetensors file(s) (%s)\n",
+              out.c_str(), static_cast<long long>(r->tensors), static_cast<long long>(r->files),
+              Bytes(r->bytes).c_str());
+  return 0;
+}
+
 }  // namespace
 
 int RunCheckpointCommand(const std::vector<std::string>& args) {
@@ -206,14 +252,28 @@ int RunCheckpointCommand(const std::vector<std::string>& args) {
   CLI::App* inspect = app.add_subcommand("inspect", "step, mesh, data state, tensors and their pieces");
   inspect->add_option("ckpt_dir", dir, "a checkpoint directory")->required();
   inspect->add_flag("--json", json, "print the manifest as JSON");
-  CLI::App* exp = app.add_subcommand("export", "one safetensors file of the full parameters, and config.json "
-                                               "(model shapes) beside it");
+  std::string format = "elastrain", shard_size = "5GB";
+  CLI::App* exp = app.add_subcommand("export", "the full parameters: one safetensors file and config.json (model "
+                                               "shapes) beside it, or (--format hf) a Hugging Face model directory");
   exp->add_option("ckpt_dir", dir, "a committed checkpoint directory")->required();
-  exp->add_option("out", out, "the .safetensors file to write")->required();
+  exp->add_option("out", out, "the .safetensors file to write (--format hf: the directory)")->required();
+  exp->add_option("--format", format, "elastrain (its own tensor names) | hf (transformers' names and config.json)")
+      ->check(CLI::IsMember({"elastrain", "hf"}))
+      ->capture_default_str();
+  exp->add_option("--max-shard-size", shard_size, "--format hf: the largest safetensors file (5GB, 500MB, ...)")
+      ->capture_default_str();
+  std::string import_format = "hf";
+  CLI::App* imp = app.add_subcommand("import", "a Hugging Face model directory (GPT-2, Llama, Mistral, Qwen2, Qwen3) "
+                                               "to a checkpoint for load_parameters_path, and its model.yml");
+  imp->add_option("hf_dir", dir, "config.json and model.safetensors (or its shards and index)")->required();
+  imp->add_option("out", out, "the checkpoint directory to write (new or empty)")->required();
+  imp->add_option("--format", import_format, "hf (the only one)")->check(CLI::IsMember({"hf"}))->capture_default_str();
   if (int rc = ParseArgs(app, "checkpoint", args); rc >= 0) return rc;
   if (list->parsed()) return List(dir);
   if (verify->parsed()) return Verify(dir);
   if (inspect->parsed()) return Inspect(dir, json);
+  if (imp->parsed()) return ImportHfCommand(dir, out);
+  if (format == "hf") return ExportHfCommand(dir, out, shard_size);
   return Export(dir, out);
 }
 

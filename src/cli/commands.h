@@ -27,6 +27,10 @@ int RunSubmitCommand(const std::vector<std::string>& args);
 int RunStatusCommand(const std::vector<std::string>& args);
 int RunStopCommand(const std::vector<std::string>& args);
 int RunChaosCommand(const std::vector<std::string>& args);
+// `generate` and `eval`: text, and loss and perplexity, from a checkpoint
+// (src/cli/cmd_generate.cpp, src/cli/cmd_eval.cpp, docs/generate.md).
+int RunGenerateCommand(const std::vector<std::string>& args);
+int RunEvalCommand(const std::vector<std::string>& args);
 // `report RUN_DIR`: goodput breakdown and HTML report (src/cli/cmd_report.cpp).
 int RunReportCommand(const std::vector<std::string>& args);
 

@@ -23,6 +23,10 @@ void PrintUsage() {
       "                                       collective volume, without training\n"
       "  cost interval|plan|simulate ...      checkpoint intervals (Young, Daly); the cheapest\n"
       "                                       accelerator plan for a deadline; spot Monte Carlo\n"
+      "  generate --run-dir DIR [--prompt TEXT] [--max-new-tokens N] [--temperature T] ...\n"
+      "                                       continue a prompt with a trained model (tokens/s)\n"
+      "  eval --run-dir DIR [--max-batches N] [key=value ...]\n"
+      "                                       loss and perplexity of a checkpoint on a dataset\n"
       "  tokenizer train --input PATH --vocab-size N --output M.model\n"
       "                                       train a sentencepiece BPE tokenizer\n"
       "  tokenizer encode|decode --tokenizer PATH [--type T] (--input FILE | --text S | --ids I)\n"
@@ -63,6 +67,7 @@ constexpr Command kCommands[] = {
     {"submit", elastrain::RunSubmitCommand},   {"status", elastrain::RunStatusCommand},
     {"stop", elastrain::RunStopCommand},       {"chaos", elastrain::RunChaosCommand},
     {"report", elastrain::RunReportCommand},   {"launch", elastrain::RunLaunchCommand},
+    {"generate", elastrain::RunGenerateCommand}, {"eval", elastrain::RunEvalCommand},
 };
 }  // namespace
 

@@ -128,6 +128,7 @@ struct TrainConfig {
   double eval_split_fraction = 0.05;         // share of the corpus held out for validation
   int64_t eval_interval = 50;                // steps between evaluations; <= 0: none (MaxText's -1)
   int64_t eval_steps = 4;                    // validation batches per evaluation
+  int64_t sample_period = 0;                 // > 0: the chief logs a short greedy sample every N steps
   // --- compute ---
   int64_t threads_per_worker = 0;            // 0: the host's cores / its slots (all cores in-process)
   GemmBackend gemm_backend = GemmBackend::kOneDnn;  // onednn | openblas
@@ -217,6 +218,10 @@ Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::stri
 // file and calls this; so does the config fuzzer, fuzz/fuzz_config.cpp).
 Result<TrainConfig> LoadConfigText(const std::string& yaml_text, const std::string& origin,
                                    const std::vector<std::string>& overrides, std::vector<std::string>* ignored);
+// The model a saved config describes (a checkpoint's config_yaml, a run's config.yml):
+// only its model keys and max_target_length are read, as a model_name=default config (a
+// saved config holds every shape key), so data paths that are gone do not matter.
+Result<TrainConfig> LoadSavedModelConfig(const std::string& yaml_text, const std::string& origin);
 // The default run_name: run-<local date>-<time>-<4 random hex digits>, new for every run
 // (MaxText asks for a run_name; a resumable run is one given a name).
 std::string UniqueRunName();

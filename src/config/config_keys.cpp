@@ -88,6 +88,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("eval_split_fraction", "data", eval_split_fraction, "share of the corpus held out for validation, in (0,0.5]"),
       KEY("eval_interval", "data", eval_interval, "steps between evaluations (at start and end too), in [-2^40, 2^40]; <= 0: no evaluation (MaxText's -1)"),
       KEY("eval_steps", "data", eval_steps, "validation batches per evaluation, in [1, 2^20]"),
+      KEY("sample_period", "data", sample_period, "steps between greedy samples of the model in the log (rank 0; a replicated model: no FSDP or tensor parallelism), in [0, 2^40]; 0: none"),
 
       KEY("threads_per_worker", "compute", threads_per_worker, "CPU threads per worker, in [0, 4096]; 0: the host's cores divided by its worker slots (all cores for one in-process worker)"),
       CHOICE("gemm_backend", "compute", gemm_backend, kGemmBackendChoices, "", "onednn | openblas"),

@@ -46,6 +46,7 @@ constexpr IntRange kIntRanges[] = {
     {"learning_rate_schedule_steps", &TrainConfig::learning_rate_schedule_steps, 1, kMaxSteps},
     {"eval_interval", &TrainConfig::eval_interval, -kMaxSteps, kMaxSteps},
     {"eval_steps", &TrainConfig::eval_steps, 1, kMaxBatchRows},
+    {"sample_period", &TrainConfig::sample_period, 0, kMaxSteps},
     {"threads_per_worker", &TrainConfig::threads_per_worker, 0, kMaxThreads},
     {"record_consumed_samples", &TrainConfig::record_consumed_samples, 0, 1},
     {"fail_at_step", &TrainConfig::fail_at_step, 0, kMaxSteps},

@@ -466,6 +466,25 @@ void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int6
 }
 
 template <typename T>
+void attention_cached_forward(T* out, T* att, const T* qkv, const T* kc, const T* vc, int64_t n, int64_t pos,
+                              int64_t Hq, int64_t Hkv, int64_t hd, AttentionOptions opt) {
+  const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv, ctx = pos + n;
+  const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hd)));
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < Hq; ++h) {
+    const int64_t kh = h / group;
+    T* p = att + h * n * ctx;
+    HeadGemm<T>(false, true, n, ctx, hd, scale, qkv + h * hd, S, kc + kh * hd, KD, T(0), p, ctx);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = pos + i, lo = WindowStart(t, opt.window);
+      if (opt.soft_cap > 0) SoftCapRow(p + i * ctx, lo, t, opt.soft_cap);
+      CausalSoftmaxRow(p + i * ctx, lo, t, ctx);
+    }
+    HeadGemm<T>(false, false, n, hd, ctx, T(1), p, ctx, vc + kh * hd, KD, T(0), out + h * hd, QD);
+  }
+}
+
+template <typename T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int64_t B, int64_t Tn, int64_t Hq,
                         int64_t Hkv, int64_t hd, AttentionOptions opt) {
   const int64_t S = (Hq + 2 * Hkv) * hd, QD = Hq * hd, KD = Hkv * hd, group = Hq / Hkv;
@@ -777,6 +796,8 @@ void crossentropy_forward_backward(T* losses, T* dlogits, const T* logits, const
                                               int64_t, int64_t, int64_t, int64_t, double, double);             \
   template void attention_forward<T>(T*, T*, const T*, int64_t, int64_t, int64_t, int64_t, int64_t,           \
                                      AttentionOptions);                                                      \
+  template void attention_cached_forward<T>(T*, T*, const T*, const T*, const T*, int64_t, int64_t, int64_t,   \
+                                            int64_t, int64_t, AttentionOptions);                            \
   template void attention_backward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t, int64_t,  \
                                       int64_t, AttentionOptions);                                            \
   template void geglu_forward<T>(T*, const T*, int64_t, int64_t);                                            \

@@ -101,6 +101,14 @@ struct AttentionOptions {
 template <typename T>
 void attention_forward(T* out, T* att, const T* qkv, int64_t B, int64_t Tn, int64_t Hq, int64_t Hkv, int64_t hd,
                        AttentionOptions opt = {});
+// The same for incremental decoding of one sequence: n new queries at positions
+// [pos, pos+n), q heads from qkv (n,(Hq+2Hkv)*hd), over the cached keys and values of
+// positions [0, pos+n) (the new ones already appended): kc, vc (pos+n, Hkv*hd). Writes
+// out (n,Hq*hd) and att (Hq, n, pos+n). With pos = 0 it computes what attention_forward
+// does for B = 1, in the same order.
+template <typename T>
+void attention_cached_forward(T* out, T* att, const T* qkv, const T* kc, const T* vc, int64_t n, int64_t pos,
+                              int64_t Hq, int64_t Hkv, int64_t hd, AttentionOptions opt = {});
 // Writes dqkv (B,T,(Hq+2Hkv)*hd) (it is overwritten, not accumulated).
 template <typename T>
 void attention_backward(T* dqkv, const T* dout, const T* qkv, const T* att, int64_t B, int64_t Tn, int64_t Hq,

@@ -10,6 +10,7 @@
 
 #include "common/fault.h"
 #include "common/log.h"
+#include "train/eval_loss.h"
 #include "train/trainer_impl.h"
 
 namespace elastrain {
@@ -31,11 +32,7 @@ Result<double> Trainer::TrainStep(int64_t step, int* stop) {
 
 // inputs_, targets_ (rows, T): each sample of T+1 tokens shifted by one.
 void Trainer::LoadRows(Split split, const std::vector<int64_t>& indices, int64_t begin, int64_t rows) {
-  for (int64_t r = 0; r < rows; ++r) {
-    data_->GetSample(split, indices[begin + r], sample_.data());
-    std::copy(sample_.begin(), sample_.begin() + T_, inputs_.begin() + r * T_);
-    std::copy(sample_.begin() + 1, sample_.end(), targets_.begin() + r * T_);
-  }
+  LoadSampleRows(*data_, split, indices, begin, rows, T_, sample_.data(), inputs_.data(), targets_.data());
 }
 
 Result<double> Trainer::ForwardBackward(int64_t step) {
@@ -105,18 +102,14 @@ Result<double> Trainer::AgreeOnStep(int64_t step, double loss_sum, int* stop) {
 
 Result<double> Trainer::Evaluate() {
   Phase(TrainPhase::kEval);
-  const int64_t available = data_->num_samples(Split::kEval);
-  const int64_t want = std::min(available, cfg_.eval_steps * cfg_.per_device_batch_size);
+  const int64_t want = EvalSampleCount(*data_, cfg_.eval_steps, cfg_.per_device_batch_size);
   std::vector<int64_t> idx;
   auto [b, e] = Sampler::ShareRange(want, batch_shard_, mesh_->batch_shards());
   for (int64_t i = b; i < e; ++i) idx.push_back(i);
-  double loss_sum = 0;
-  for (int64_t mb = 0, begin = 0; mb < MicroBatches(want); ++mb, begin += cfg_.per_device_batch_size) {
-    const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(idx.size()) - begin, 0, cfg_.per_device_batch_size);
-    LoadRows(Split::kEval, idx, begin, n);
-    loss_sum += model_->Forward(state_->params(), inputs_.data(), targets_.data(), n);
-    ELASTRAIN_RETURN_IF_ERROR(NameLostPeers(model_->comm_status()));
-  }
+  ELASTRAIN_ASSIGN_OR_RETURN(double loss_sum,
+                             EvalLossSum(*model_, state_->params(), *data_, idx, MicroBatches(want),
+                                         cfg_.per_device_batch_size,
+                                         [&] { return NameLostPeers(model_->comm_status()); }));
   loss_sum /= mesh_->tensor();
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(&loss_sum, 1));
   Phase(TrainPhase::kTrain);

@@ -411,6 +411,7 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
   }
   if (cfg_.eval_interval > 0 && done % cfg_.eval_interval == 0 && done != cfg_.steps)
     ELASTRAIN_RETURN_IF_ERROR(EvaluateAndRecord(done, &s));
+  MaybeSample(done);
   return false;
 }
 

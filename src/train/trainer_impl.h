@@ -21,6 +21,7 @@
 #include "config/config.h"
 #include "data/dataset.h"
 #include "data/sampler.h"
+#include "data/tokenizer.h"
 #include "optim/optim.h"
 #include "cost/checkpoint_period.h"
 #include "train/checkpointer.h"
@@ -132,6 +133,10 @@ class Trainer {
   // AdamW: the state becomes step + 1's. Local, so nothing after it can fail the step.
   void ApplyUpdate(int64_t step);
   Result<double> Evaluate();  // mean token loss over the fixed eval batches
+  // --- samples during training (train_sample.cpp)
+  // sample_period: the chief logs a greedy continuation of the first eval sample's first
+  // tokens every sample_period steps. Never fails the step: a problem is logged once.
+  void MaybeSample(int64_t done);
 
   double JobElapsedSeconds() const { return WallSeconds() - job_started_at_; }
   // A step cancelled because the generation lost a member says which one, when known.
@@ -203,6 +208,8 @@ class Trainer {
   double comm_seconds_ = 0;  // time blocked in collectives during the last step (TrainStep)
   double ckpt_wait_ = 0;     // part of the last checkpoint stall spent waiting for the previous save
   std::unique_ptr<MetricsWriter> samples_log_;  // record_consumed_samples
+  std::unique_ptr<Tokenizer> sample_tokenizer_;  // sample_period, loaded on first use
+  bool sample_off_ = false;                      // sample_period: a problem was logged; no more samples
   bool clean_exit_ = false;
   bool restored_ = false;  // the state holds a restored (or trained) step
   int64_t state_step_ = -1;  // the step state_'s values hold (-1: unknown or being overwritten)

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "kernels/ops.h"
 
 namespace elastrain {
@@ -49,8 +51,8 @@ typename Transformer<T>::LayerActs& Transformer<T>::ActsFor(int64_t l) {
 }
 
 template <typename T>
-void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* x_in, T* x_out, int64_t rows) {
-  const Dims d = MakeDims(cfg_, rows, seq_len_);
+void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* x_in, T* x_out, const Span& s) {
+  const Dims d = MakeDims(cfg_, s.rows, s.len);
   const LayerOffsets& o = layout_.layers[l];
   const bool llama = cfg_.family == ModelFamily::kLlama;
   const int64_t N = d.N, C = d.C;
@@ -77,9 +79,19 @@ void Transformer<T>::LayerForward(int64_t l, const T* w, LayerActs& a, const T* 
   } else if (cfg_.qk_norm) {
     k::qk_rmsnorm_forward(a.qkv, a.qk_raw, a.qk_rstd, w + o.q_norm, w + o.k_norm, N, Hq, Hkv, hd, cfg_.norm_eps);
   }
-  if (llama) k::rope_forward(a.qkv, rope_.data(), rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim);
-  k::attention_forward(a.atty, a.att, a.qkv, rows, seq_len_, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim,
-                       AttentionFor(l));
+  if (llama) k::rope_forward(a.qkv, rope_.data() + s.pos * hd, s.rows, s.len, Hq, Hkv, hd);  // hd/2 (cos, sin) per position
+  if (s.cache) {
+    // Append the new positions' keys and values, then attend over everything cached.
+    const int64_t KD = Hkv * hd;
+    for (int64_t i = 0; i < s.len; ++i) {
+      std::memcpy(s.cache->Keys(l) + (s.pos + i) * KD, a.qkv + i * d.S + Hq * hd, sizeof(T) * KD);
+      std::memcpy(s.cache->Values(l) + (s.pos + i) * KD, a.qkv + i * d.S + Hq * hd + KD, sizeof(T) * KD);
+    }
+    k::attention_cached_forward(a.atty, a.att, a.qkv, s.cache->Keys(l), s.cache->Values(l), s.len, s.pos, Hq, Hkv,
+                                hd, AttentionFor(l));
+  } else {
+    k::attention_forward(a.atty, a.att, a.qkv, s.rows, s.len, Hq, Hkv, hd, AttentionFor(l));
+  }
   // With post_attn_norm (gemma2) the block's output is normalised before the residual add.
   T* attn_out = cfg_.post_attn_norm ? a.attn_out : av_.scratch_c;
   k::matmul_forward(attn_out, a.atty, w + o.wo, RowParallelBias(w, o.bo), N, d.QD, C);
@@ -227,7 +239,7 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
   for (int64_t l = 0; l < L; ++l) {
     if (!KeepGoing()) return 0.0;
     Hook(hooks_.acquire, 1 + l);
-    LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], rows);
+    LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], Span{rows, seq_len_});
     Hook(hooks_.release, 1 + l);
   }
   if (llama) k::rmsnorm_forward(av_.final_norm, av_.final_rstd, av_.resid[L], w + layout_.final_norm_w, N, C, cfg_.norm_eps);
@@ -270,7 +282,7 @@ double Transformer<T>::ForwardImpl(const T* w, const int32_t* inputs, const int3
     if (!KeepGoing()) return 0.0;
     // Recomputing writes the same values into av_.resid[l+1] again; it is no longer read.
     Hook(hooks_.acquire, 1 + l);
-    if (remat) LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], rows);
+    if (remat) LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], Span{rows, seq_len_});
     Hook(hooks_.grads_begin, 1 + l);
     LayerBackward(l, w, g, ActsFor(l), av_.resid[l], av_.d_resid, rows);
     Hook(hooks_.grads_ready, 1 + l);
@@ -294,6 +306,54 @@ template <typename T>
 double Transformer<T>::ForwardBackward(const T* params, T* grads, const int32_t* inputs, const int32_t* targets,
                                        int64_t rows, T dloss) {
   return ForwardImpl(params, inputs, targets, rows, grads, dloss);
+}
+
+template <typename T>
+KvCache<T> Transformer<T>::NewKvCache() const {
+  KvCache<T> c;
+  c.capacity = seq_len_;
+  c.kv_dim = cfg_.num_kv_heads * cfg_.head_dim;
+  c.k.assign(cfg_.num_layers * c.capacity * c.kv_dim, T(0));
+  c.v.assign(c.k.size(), T(0));
+  return c;
+}
+
+template <typename T>
+Status Transformer<T>::Decode(const T* w, const int32_t* tokens, int64_t n, KvCache<T>* cache, T* logits) {
+  const int64_t pos = cache ? cache->length : 0;
+  if (n < 1) return Status::InvalidArgument(fmt::format("decode: {} tokens; expected at least one", n));
+  if (cache && (cache->capacity != seq_len_ || cache->kv_dim != cfg_.num_kv_heads * cfg_.head_dim))
+    return Status::InvalidArgument("decode: the KV cache was made for another model (Transformer::NewKvCache)");
+  if (n > seq_len_ - pos)
+    return Status::InvalidArgument(fmt::format("decode: positions {}..{} are beyond the model's context of {} tokens "
+                                          "(max_target_length)", pos, pos + n - 1, seq_len_));
+  for (int64_t i = 0; i < n; ++i)
+    if (tokens[i] < 0 || tokens[i] >= cfg_.vocab_size)
+      return Status::InvalidArgument(fmt::format("decode: token id {} at position {} is outside the model's "
+                                                 "vocabulary [0, {}) (vocab_size)", tokens[i], pos + i,
+                                                 cfg_.vocab_size));
+  if (tensor_allreduce_ || hooks_.acquire)
+    return Status::FailedPrecondition("decode: a single-rank model only (no tensor parallelism or FSDP hooks)");
+  const Span s{1, n, pos, cache};
+  const Dims d = MakeDims(cfg_, 1, n);
+  const int64_t C = d.C, L = cfg_.num_layers, V = cfg_.vocab_size;
+  const bool llama = cfg_.family == ModelFamily::kLlama;
+  comm_status_ = Status::OK();
+  k::embedding_forward(av_.resid[0], tokens, w + layout_.wte, llama ? nullptr : w + layout_.wpe + pos * C, 1, n, C);
+  if (cfg_.embedding_scale != 1.0) k::scale_inplace(av_.resid[0], static_cast<T>(cfg_.embedding_scale), n * C);
+  for (int64_t l = 0; l < L; ++l) LayerForward(l, w, ActsFor(l), av_.resid[l], av_.resid[l + 1], s);
+  if (cache) cache->length = pos + n;
+  // Only the last position's logits: its final norm and the head over one row.
+  const T* last = av_.resid[L] + (n - 1) * C;
+  if (llama) k::rmsnorm_forward(av_.final_norm, av_.final_rstd, last, w + layout_.final_norm_w, 1, C, cfg_.norm_eps);
+  else k::layernorm_forward(av_.final_norm, av_.final_mean, av_.final_rstd, last, w + layout_.final_norm_w, w + layout_.final_norm_b, 1, C, cfg_.norm_eps);
+  k::matmul_forward(logits, av_.final_norm, w + layout_.lm_head, static_cast<const T*>(nullptr), 1, C, V);
+  const bool tied = layout_.lm_head == layout_.wte;
+  if (tied && cfg_.normalize_embedding_logits)
+    k::scale_inplace(logits, static_cast<T>(1.0 / std::sqrt(static_cast<double>(C))), V);
+  if (const double cap = cfg_.final_logits_soft_cap; cap > 0)
+    for (int64_t i = 0; i < V; ++i) logits[i] = static_cast<T>(cap * std::tanh(static_cast<double>(logits[i]) / cap));
+  return Status::OK();
 }
 
 template <typename T>

@@ -23,6 +23,19 @@ namespace kernels {
 struct AttentionOptions;  // kernels/ops.h (a private dependency of this module)
 }
 
+// The keys and values of one sequence's positions [0, length), per layer (after the QK
+// norm and RoPE, as attention reads them), for incremental decoding
+// (Transformer::Decode). Made by Transformer::NewKvCache for that model.
+template <typename T>
+struct KvCache {
+  int64_t capacity = 0;  // positions it holds at most (the model's seq_len)
+  int64_t length = 0;    // positions filled
+  int64_t kv_dim = 0;    // Hkv*hd
+  std::vector<T> k, v;   // (L, capacity, kv_dim) each
+  T* Keys(int64_t layer) { return k.data() + layer * capacity * kv_dim; }
+  T* Values(int64_t layer) { return v.data() + layer * capacity * kv_dim; }
+};
+
 template <typename T>
 class Transformer {
  public:
@@ -37,11 +50,28 @@ class Transformer {
   // Forward over `rows` <= max_batch sequences: inputs and targets (rows, seq_len); a
   // negative target masks its position. Returns the SUM of token losses.
   double Forward(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows);
+  // After Forward with targets == nullptr: the logits, (rows*T, V) row-major (before a
+  // final soft cap, which the loss applies).
+  const T* logits() const { return av_.logits; }
   // Forward and backward: accumulates d(dloss * sum of token losses)/d(params) into
   // grads and returns the sum of token losses. dloss is typically 1/(tokens in the
   // global batch), so that accumulated micro-batches give the mean-loss gradient.
   double ForwardBackward(const T* params, T* grads, const int32_t* inputs, const int32_t* targets, int64_t rows,
                          T dloss);
+
+  // Incremental decoding of ONE sequence (generation): runs the n tokens at positions
+  // [pos, pos+n) and writes the logits of the last one (V values, after
+  // final_logits_soft_cap when set) to `logits`. With a cache, pos = cache->length: the
+  // tokens' keys and values are appended to it and attention reads the earlier ones from
+  // it (a prefill is one call with the prompt, then one call per token). Without
+  // (nullptr), pos = 0 and `tokens` is the whole prefix: a full causal forward over n
+  // positions, the reference the cache is checked against. Every other step of a layer
+  // is LayerForward's, as in training. InvalidArgument when pos + n exceeds seq_len()
+  // (the context the model was built for: nothing slides), for n < 1, and for a token
+  // outside [0, vocab_size). Single rank: no tensor parallelism, no unit hooks.
+  Status Decode(const T* params, const int32_t* tokens, int64_t n, KvCache<T>* cache, T* logits);
+  // An empty cache of seq_len() positions for Decode.
+  KvCache<T> NewKvCache() const;
 
   // Tensor parallelism (Megatron): this instance is built from the tensor-LOCAL config
   // (heads and MLP rows divided by the tensor degree) and `allreduce` sums a buffer over
@@ -76,9 +106,16 @@ class Transformer {
 
  private:
   using LayerActs = LayerActivations<T>;
+  // The shape of one forward pass: `rows` sequences of `len` positions starting at
+  // position `pos` (training: rows x seq_len from 0); with a cache, attention reads the
+  // earlier positions' keys and values from it (Decode).
+  struct Span {
+    int64_t rows = 0, len = 0, pos = 0;
+    KvCache<T>* cache = nullptr;
+  };
   double ForwardImpl(const T* params, const int32_t* inputs, const int32_t* targets, int64_t rows, T* grads,
                      T dloss);
-  void LayerForward(int64_t l, const T* params, LayerActs& a, const T* x_in, T* x_out, int64_t rows);
+  void LayerForward(int64_t l, const T* params, LayerActs& a, const T* x_in, T* x_out, const Span& s);
   void LayerBackward(int64_t l, const T* params, T* grads, LayerActs& a, const T* x_in, T* dx, int64_t rows);
   LayerActs& ActsFor(int64_t l);
   void TensorAllReduce(T* data, int64_t n);  // no-op without tensor parallelism

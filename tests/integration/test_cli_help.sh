@@ -34,6 +34,8 @@ check "checkpoint verify" ckpt_dir -- --json run_dir
 check "checkpoint inspect" ckpt_dir --json -- run_dir
 check "checkpoint export" ckpt_dir out -- --json run_dir
 check "tokenizer train" --input --vocab-size --output
+check generate --run-dir --checkpoint --prompt --max-new-tokens --temperature --top-k --top-p --seed --no-kv-cache -- --max-batches
+check eval --run-dir --checkpoint --max-batches --split -- --prompt --temperature
 # An action among the flags is found too; -h is --help.
 out=$("$BIN" chaos --rank 1 slow -h 2>&1) && grep -q "Usage: elastrain chaos slow" <<<"$out" \
   && pass "chaos --rank 1 slow -h: the slow page" || fail "chaos --rank 1 slow -h: $(head -2 <<<"$out")"
