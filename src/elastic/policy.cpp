@@ -420,12 +420,18 @@ void Decider::ExcludeStragglers(const Plan& plan, const std::vector<Member>& mem
   const ReplanCost cost = r().last_recovery_seconds > 0 ? ReplanCost{r().last_recovery_seconds, "the last recovery"}
                          : r().start_seconds > 0 ? ReplanCost{r().start_seconds, "the job's start, planned to first step"}
                                                  : ReplanCost{};
-  // Every rank of its host slow: the host is the problem (it cools down as a whole).
+  // Every rank of its host slow: the host is the problem (it cools down as a whole). A
+  // rank keeps pace when its last judged slowdown is within the threshold: one slowed with
+  // the named ones but not yet named (a window behind) does not.
+  auto keeps_pace = [&](const std::string& worker) {
+    auto it = r().stragglers.find(worker);
+    return it == r().stragglers.end() || !(it->second.slowdown > s_.straggler.threshold);
+  };
   std::set<std::string> whole_hosts;
   for (const StragglerDetectedEvent& s : named) {
     bool whole_host = true;
     for (const Member& x : members)
-      if (x.m->host == s.host && !slow_workers.count(x.m->worker)) whole_host = false;
+      if (x.m->host == s.host && !slow_workers.count(x.m->worker) && keeps_pace(x.m->worker)) whole_host = false;
     if (whole_host) whole_hosts.insert(s.host);
   }
   // Idle spares off the excluded hosts take the stragglers' places: the world need not shrink.

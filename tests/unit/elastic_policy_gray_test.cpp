@@ -123,6 +123,33 @@ TEST(ElasticPolicyGray, OnASharedHostOnlyTheSlowWorkerIsExcluded) {
   EXPECT_THAT(MemberIds(*next.plan), ElementsAre("a1-w0", "a1-w1", "a1-w3"));
 }
 
+TEST(ElasticPolicyGray, AHostWhoseOtherRankIsSlowButNotYetNamedCoolsDownWhole) {
+  // h2's two ranks are both slowed; rank 3 turns slow first and is named while rank 2,
+  // slow for fewer steps, is not yet: h2 does not keep pace, so the host cools down.
+  Cluster c;
+  c.AddHost("a1", "h1", 2);
+  c.AddHost("a2", "h2", 2);
+  const Plan plan = RunningPlan(c, 0, {"a1-w0", "a1-w1", "a2-w0", "a2-w1"}, 10, kT0);
+  JobRecord rec = RunningRecord(plan, kT0);
+  rec.last_recovery_seconds = 2;
+  const JobSettings s = GraySettings(2, 4, StragglerPolicy::kExclude);
+  for (int64_t step = 10; step <= 40 && rec.resize_requested_gen < 0; ++step) {
+    Anatomy(c, plan, step, 3, 3.0);
+    if (step >= 13) {  // rank 2 slowed three steps later: still unnamed when rank 3 is named
+      WorkerRecord& w = c.W("a2-w0").rec;
+      w.compute_seconds = 1.2;
+      w.wait_seconds = 0.01;
+    }
+    const Decision d = Decide(rec, c.Obs(kT0 + static_cast<double>(step), plan), s);
+    rec = d.record;
+  }
+  ASSERT_EQ(rec.resize_requested_gen, 0) << "rank 3 excluded";
+  ASSERT_TRUE(rec.stragglers.count("a2-w0"));
+  EXPECT_FALSE(rec.stragglers.at("a2-w0").detected) << "rank 2 was not named yet";
+  EXPECT_TRUE(rec.cooldown_until.count("h2")) << "h2 as a whole, not one worker";
+  EXPECT_TRUE(rec.excluded_workers.empty());
+}
+
 TEST(ElasticPolicyGray, ExcludeKeepsMinWorkersAndPaysOrNothing) {
   Cluster c;
   c.AddHost("a1", "h1", 4);
