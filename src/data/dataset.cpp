@@ -67,41 +67,55 @@ class SyntheticDataset final : public Dataset {
   uint64_t seed_;
 };
 
-// ---------------------------------------------------------------- text
+// ---------------------------------------------------------------- windows of a token stream
 
-class TextDataset final : public Dataset {
+// Windows of T+1 tokens with stride T over one stream of tokens: the first train_windows
+// are the train split, the next eval_windows the eval split (text, jsonl, token files).
+class WindowedDataset : public Dataset {
  public:
-  TextDataset(std::string kind, std::vector<int32_t> tokens, int64_t seq_len, int64_t train_windows,
-              int64_t eval_windows, std::string source)
-      : kind_(std::move(kind)),
-        tokens_(std::move(tokens)),
-        seq_len_(seq_len),
-        train_windows_(train_windows),
-        eval_windows_(eval_windows),
-        source_(std::move(source)) {}
-
+  WindowedDataset(int64_t seq_len, int64_t train_windows, int64_t eval_windows)
+      : seq_len_(seq_len), train_windows_(train_windows), eval_windows_(eval_windows) {}
   int64_t num_samples(Split split) const override {
     return split == Split::kTrain ? train_windows_ : eval_windows_;
   }
   int64_t seq_len() const override { return seq_len_; }
 
-  void GetSample(Split split, int64_t index, int32_t* out) const override {
+ protected:
+  // The stream position of sample `index`'s first token; an index out of range aborts.
+  int64_t WindowStart(Split split, int64_t index) const {
     const int64_t n = num_samples(split);
     if (index < 0 || index >= n) IndexOutOfRange(split, index, n);
-    const int64_t window = split == Split::kTrain ? index : train_windows_ + index;
-    std::memcpy(out, tokens_.data() + window * seq_len_, sizeof(int32_t) * static_cast<size_t>(seq_len_ + 1));
+    return (split == Split::kTrain ? index : train_windows_ + index) * seq_len_;
+  }
+  std::string WindowsText() const {
+    return std::to_string(train_windows_) + " train / " + std::to_string(eval_windows_) + " eval windows of " +
+           std::to_string(seq_len_ + 1) + " tokens";
+  }
+  const int64_t seq_len_, train_windows_, eval_windows_;
+};
+
+// ---------------------------------------------------------------- text
+
+class TextDataset final : public WindowedDataset {
+ public:
+  TextDataset(std::string kind, std::vector<int32_t> tokens, int64_t seq_len, int64_t train_windows,
+              int64_t eval_windows, std::string source)
+      : WindowedDataset(seq_len, train_windows, eval_windows),
+        kind_(std::move(kind)),
+        tokens_(std::move(tokens)),
+        source_(std::move(source)) {}
+
+  void GetSample(Split split, int64_t index, int32_t* out) const override {
+    std::memcpy(out, tokens_.data() + WindowStart(split, index), sizeof(int32_t) * static_cast<size_t>(seq_len_ + 1));
   }
 
   std::string Describe() const override {
-    return kind_ + " dataset " + source_ + ": " + std::to_string(tokens_.size()) + " tokens, " +
-           std::to_string(train_windows_) + " train / " + std::to_string(eval_windows_) + " eval windows of " +
-           std::to_string(seq_len_ + 1) + " tokens";
+    return kind_ + " dataset " + source_ + ": " + std::to_string(tokens_.size()) + " tokens, " + WindowsText();
   }
 
  private:
   std::string kind_;
   std::vector<int32_t> tokens_;
-  int64_t seq_len_, train_windows_, eval_windows_;
   std::string source_;
 };
 
@@ -170,31 +184,21 @@ Result<std::unique_ptr<Dataset>> OpenTextDataset(const DatasetOptions& o) {
 // ---------------------------------------------------------------- token files
 
 // llmc, nanogpt, megatron: the mapped files' tokens as one stream (file order).
-class TokenFileDataset final : public Dataset {
+class TokenFileDataset final : public WindowedDataset {
  public:
   TokenFileDataset(std::vector<TokenFile> files, int64_t seq_len, int64_t vocab_size, int64_t train_windows,
                    int64_t eval_windows, std::string source)
-      : files_(std::move(files)),
-        seq_len_(seq_len),
+      : WindowedDataset(seq_len, train_windows, eval_windows),
+        files_(std::move(files)),
         vocab_size_(vocab_size),
-        train_windows_(train_windows),
-        eval_windows_(eval_windows),
         source_(std::move(source)) {
     starts_.push_back(0);
     for (const TokenFile& f : files_) starts_.push_back(starts_.back() + f.tokens.count);
   }
 
-  int64_t num_samples(Split split) const override {
-    return split == Split::kTrain ? train_windows_ : eval_windows_;
-  }
-  int64_t seq_len() const override { return seq_len_; }
-
   void GetSample(Split split, int64_t index, int32_t* out) const override {
-    const int64_t n = num_samples(split);
-    if (index < 0 || index >= n) IndexOutOfRange(split, index, n);
-    const int64_t window = split == Split::kTrain ? index : train_windows_ + index;
     const int32_t* start = out;
-    int64_t pos = window * seq_len_, left = seq_len_ + 1;
+    int64_t pos = WindowStart(split, index), left = seq_len_ + 1;
     // The file holding token `pos`: the last start <= pos (empty files are skipped).
     size_t f = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
     while (left > 0) {
@@ -221,15 +225,13 @@ class TokenFileDataset final : public Dataset {
 
   std::string Describe() const override {
     return source_ + ": " + std::to_string(starts_.back()) + " tokens in " + std::to_string(files_.size()) +
-           " files (" + files_.front().format + (files_.size() > 1 ? ", ..." : "") + "), " +
-           std::to_string(train_windows_) + " train / " + std::to_string(eval_windows_) + " eval windows of " +
-           std::to_string(seq_len_ + 1) + " tokens";
+           " files (" + files_.front().format + (files_.size() > 1 ? ", ..." : "") + "), " + WindowsText();
   }
 
  private:
   std::vector<TokenFile> files_;
   std::vector<int64_t> starts_;  // [files + 1]: the stream position of each file's first token
-  int64_t seq_len_, vocab_size_, train_windows_, eval_windows_;
+  int64_t vocab_size_;
   std::string source_;
 };
 
