@@ -128,23 +128,33 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 ExclusionCase WeighExclusion(const std::vector<RankTiming>& ranks, const std::vector<int>& out,
                              int64_t remaining_steps, const ReplanCost& cost, int next_world) {
   ExclusionCase c;
-  std::vector<double> step, kept_compute, out_wait;
+  std::vector<double> step, kept_compute;
+  double out_compute = 0;  // the slowest straggler's computing: what bounds a step now
+  size_t n_out = 0;
   for (const RankTiming& t : ranks) {
     if (!Plausible(t.compute_seconds) || !Plausible(t.wait_seconds)) continue;
     step.push_back(t.compute_seconds + t.wait_seconds);
-    if (std::find(out.begin(), out.end(), t.rank) != out.end()) out_wait.push_back(t.wait_seconds);
-    else kept_compute.push_back(t.compute_seconds);
+    if (std::find(out.begin(), out.end(), t.rank) != out.end()) {
+      out_compute = std::max(out_compute, t.compute_seconds);
+      ++n_out;
+    } else {
+      kept_compute.push_back(t.compute_seconds);
+    }
   }
   const bool measured = cost.seconds > 0;
   c.replan_cost_seconds = measured ? cost.seconds : kDefaultReplanSeconds;
-  if (kept_compute.empty() || out.empty()) {
+  if (kept_compute.empty() || n_out == 0) {
     c.reason = "no rank would be left to train";
     return c;
   }
-  const double world = static_cast<double>(kept_compute.size() + out.size());
+  const double world = static_cast<double>(kept_compute.size() + n_out);
   const double next = next_world > 0 ? std::min<double>(next_world, world) : static_cast<double>(kept_compute.size());
   c.now_step_seconds = Median(step);
-  c.next_step_seconds = Median(kept_compute) * world / next + Median(out_wait);
+  // What of a step is not the straggler's computing (the communication every rank pays)
+  // stays; the straggler's computing gives way to the others' with their larger share.
+  // From the step, not from the straggler's own wait: a CPU-throttled rank is frozen in
+  // its all-reduces too, and that freeze is its wait, not the communication's.
+  c.next_step_seconds = Median(kept_compute) * world / next + std::max(0.0, c.now_step_seconds - out_compute);
   c.expected_gain_seconds = static_cast<double>(std::max<int64_t>(0, remaining_steps)) *
                             (c.now_step_seconds - c.next_step_seconds);
   c.pays = c.expected_gain_seconds > c.replan_cost_seconds;

@@ -75,8 +75,9 @@ StragglerJudgement JudgeStragglers(const std::vector<RankTiming>& ranks, int64_t
 //   now_step  = the median over ranks of compute + wait (the synchronous step's pace)
 //   next_step = the median compute of the others x world / next_world (the same global
 //               batch over next_world ranks: world - |out|, or more where idle spares take
-//               the stragglers' places) + the median wait of the stragglers (the
-//               communication a rank that never waits for others still pays)
+//               the stragglers' places) + what of now_step is not the slowest straggler's
+//               compute (the communication every rank pays; not the straggler's own wait,
+//               which a CPU throttle inflates with the time it is frozen in all-reduces)
 //   gain      = remaining_steps x (now_step - next_step); it pays when gain > cost, with
 //               cost = the last measured re-plan (recovery), else the job's own start
 //               (its first generation, planned to first step: the same process start,

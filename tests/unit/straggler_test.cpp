@@ -205,6 +205,21 @@ TEST(StragglerExclusion, ASpareInTheStragglersPlaceKeepsTheWorld) {
   EXPECT_NEAR(WeighExclusion(Ranks(30, 2, 2.0), {2}, 1000, {4.0, "x"}, 8).next_step_seconds, 0.41, 1e-9);
 }
 
+TEST(StragglerExclusion, AThrottledStragglersFrozenAllReducesAreNotCommunication) {
+  // CI's figures: rank 1 CPU-throttled (cgroup quota) at ~2.3x computes 0.080 s and is
+  // frozen ~0.070 s inside its all-reduces (its "wait"); the others compute 0.035 s and
+  // wait 0.075 s for it: 0.110 s a step. Its wait is not the communication: excluding it
+  // leaves 0.035 x 4/3 + (0.110 - 0.080) = 0.077 s, and 256 steps pay a 4.3 s re-plan.
+  std::vector<RankTiming> v = Ranks(30, -1);
+  for (RankTiming& t : v) t.compute_seconds = 0.035, t.wait_seconds = 0.075;
+  v[1].compute_seconds = 0.080;
+  v[1].wait_seconds = 0.070;
+  const ExclusionCase c = WeighExclusion(v, {1}, 256, {4.3, "the last recovery"});
+  EXPECT_NEAR(c.now_step_seconds, 0.110, 1e-9);
+  EXPECT_NEAR(c.next_step_seconds, 0.035 * 4 / 3 + 0.030, 1e-9);
+  EXPECT_TRUE(c.pays) << c.reason;
+}
+
 TEST(StragglerExclusion, ASlightStragglerOnFewRanksDoesNotPay) {
   // 2 ranks, one at 1.4x: without it the other does twice the work, slower than now.
   const ExclusionCase c = WeighExclusion(Ranks(30, 1, 1.4, 2), {1}, 100000, {1, "the last recovery"});
