@@ -31,6 +31,8 @@ int RunChaosCommand(const std::vector<std::string>& args);
 // (src/cli/cmd_generate.cpp, src/cli/cmd_eval.cpp, docs/generate.md).
 int RunGenerateCommand(const std::vector<std::string>& args);
 int RunEvalCommand(const std::vector<std::string>& args);
+// `data prepare`: corpora tokenised into llm.c token files (src/cli/cmd_data.cpp).
+int RunDataCommand(const std::vector<std::string>& args);
 // `report RUN_DIR`: goodput breakdown and HTML report (src/cli/cmd_report.cpp).
 int RunReportCommand(const std::vector<std::string>& args);
 

@@ -31,6 +31,8 @@ void PrintUsage() {
       "                                       train a sentencepiece BPE tokenizer\n"
       "  tokenizer encode|decode --tokenizer PATH [--type T] (--input FILE | --text S | --ids I)\n"
       "                                       the ids of a text, or the text of ids\n"
+      "  data prepare INPUT... --output DIR [--tokenizer PATH] [--type T] [--workers N]\n"
+      "                                       tokenise text or JSONL into llm.c token files\n"
       "  checkpoint list|verify|inspect|export ...\n"
       "                                       list, check, describe or consolidate checkpoints\n"
       "  head --store etcd[s]://HOST:PORT     the controller of cluster mode, with its HTTP API\n"
@@ -68,6 +70,7 @@ constexpr Command kCommands[] = {
     {"stop", elastrain::RunStopCommand},       {"chaos", elastrain::RunChaosCommand},
     {"report", elastrain::RunReportCommand},   {"launch", elastrain::RunLaunchCommand},
     {"generate", elastrain::RunGenerateCommand}, {"eval", elastrain::RunEvalCommand},
+    {"data", elastrain::RunDataCommand},
 };
 }  // namespace
 

@@ -12,6 +12,7 @@
 #include "data/blend.h"
 #include "data/corpus.h"
 #include "data/jsonl.h"
+#include "data/prepared_manifest.h"
 #include "data/token_cache.h"
 #include "data/token_files.h"
 #include "data/tokenizer.h"
@@ -243,6 +244,20 @@ Result<std::unique_ptr<Dataset>> OpenTokenFileDataset(const DatasetOptions& o) {
     ELASTRAIN_ASSIGN_OR_RETURN(TokenFile f, OpenTokenFile(o.type, name, o.vocab_size));
     n += f.tokens.count;
     files.push_back(std::move(f));
+  }
+  if (o.type == DatasetType::kLlmc) {
+    // Files `data prepare` wrote are checked against their manifest.json, and against the
+    // job's tokenizer when one is set.
+    std::vector<TokenFileCount> counts;
+    for (const TokenFile& f : files) counts.push_back({f.path, f.tokens.count});
+    std::string tokenizer_id;
+    if (!o.tokenizer_path.empty() || o.tokenizer_type) {
+      ELASTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, LoadTokenizer(o.tokenizer_path, o.tokenizer_type));
+      tokenizer_id = tok->id();
+    }
+    std::vector<std::string> notes;
+    ELASTRAIN_RETURN_IF_ERROR(CheckPreparedTokenFiles(counts, tokenizer_id, &notes));
+    for (const std::string& note : notes) LOG_INFO("dataset: {}", note);
   }
   ELASTRAIN_ASSIGN_OR_RETURN(auto split, SplitWindows(o, o.path, n));
   std::string source = std::string(DatasetTypeName(o.type)) + " dataset " + o.path;

@@ -10,12 +10,11 @@ bool Blank(std::string_view line) { return line.find_first_not_of(" \t\r") == st
 const char* TypeName(const nlohmann::json& j) { return j.type_name(); }
 }  // namespace
 
-Result<std::string> JsonlDocumentsText(const std::string& path, const std::string& content, const std::string& field) {
+Status ForEachJsonlDocument(const std::string& path, std::string_view content, const std::string& field,
+                            int64_t first_line, const std::function<Status(const std::string& text)>& use) {
   std::string_view rest(content);
-  if (rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
-  std::string out;
-  out.reserve(content.size());
-  for (int64_t line_no = 1; !rest.empty(); ++line_no) {
+  if (first_line == 1 && rest.substr(0, 3) == "\xEF\xBB\xBF") rest.remove_prefix(3);
+  for (int64_t line_no = first_line; !rest.empty(); ++line_no) {
     const size_t nl = rest.find('\n');
     const std::string_view line = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
@@ -32,9 +31,19 @@ Result<std::string> JsonlDocumentsText(const std::string& path, const std::strin
                                      "that holds the text)");
     if (!it->is_string())
       return Status::InvalidArgument(where() + "field \"" + field + "\" is a " + TypeName(*it) + ", expected a string");
-    out += it->get_ref<const std::string&>();
-    out.push_back('\n');
+    ELASTRAIN_RETURN_IF_ERROR(use(it->get_ref<const std::string&>()));
   }
+  return Status::OK();
+}
+
+Result<std::string> JsonlDocumentsText(const std::string& path, const std::string& content, const std::string& field) {
+  std::string out;
+  out.reserve(content.size());
+  ELASTRAIN_RETURN_IF_ERROR(ForEachJsonlDocument(path, content, field, 1, [&](const std::string& text) {
+    out += text;
+    out.push_back('\n');
+    return Status::OK();
+  }));
   return out;
 }
 
