@@ -18,6 +18,9 @@ namespace elastrain {
 namespace {
 
 constexpr int kHttpTimeoutSeconds = 10;
+// With several --head URLs, a head that does not accept the connection within this is
+// passed over (a cut-off host never answers the SYN).
+constexpr int kHeadListConnectTimeoutSeconds = 3;
 
 // At most `max` bytes of an answer as a message quotes it, unprintable bytes as '?'.
 std::string Printable(std::string_view body, size_t max = 80) {
@@ -97,7 +100,7 @@ Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& a) {
     return t;
   }
   auto recorded = ReadUrlFile(default_url_file);
-  if (recorded.ok() && NormalizeUrl(recorded.value()) == NormalizeUrl(a.head)) {
+  if (recorded.ok() && NormalizeUrl(recorded.value()) == NormalizeUrl(a.head) && HeadUrls(a.head).size() == 1) {
     ELASTRAIN_ASSIGN_OR_RETURN(t.token, ReadTokenFile(a.default_token_file));
     t.token_source = a.default_token_file;
     return t;
@@ -111,13 +114,29 @@ Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& a) {
       a.default_token_file));
 }
 
-Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
-                               const std::string& path, const nlohmann::json& body) {
+std::vector<std::string> HeadUrls(const std::string& head) {
+  std::vector<std::string> urls;
+  size_t from = 0;
+  while (from <= head.size()) {
+    const size_t comma = std::min(head.find(',', from), head.size());
+    std::string u = head.substr(from, comma - from);
+    u.erase(0, u.find_first_not_of(" \t"));
+    u.erase(u.find_last_not_of(" \t") + 1);
+    if (!u.empty()) urls.push_back(std::move(u));
+    from = comma + 1;
+  }
+  return urls;
+}
+
+namespace {
+// One request to one head (target.url is one URL); connect_timeout in seconds.
+Result<nlohmann::json> CallOneHead(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
+                                   const std::string& path, const nlohmann::json& body, int connect_timeout) {
   const std::string& url = target.url;
   if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
     return Status::InvalidArgument(fmt::format("API URL '{}': expected http://HOST:PORT or https://HOST:PORT", url));
   httplib::Client cli(url);
-  cli.set_connection_timeout(kHttpTimeoutSeconds);
+  cli.set_connection_timeout(connect_timeout);
   cli.set_read_timeout(kHttpTimeoutSeconds);
   cli.enable_server_certificate_verification(true);
   if (!ca_cert.empty()) cli.set_ca_cert_path(ca_cert);
@@ -142,6 +161,25 @@ Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_ce
                                            url, httplib::to_string(err)));
   }
   return DecodeApiAnswer(target, method, path, res->status, res->body);
+}
+}  // namespace
+
+Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,
+                               const std::string& path, const nlohmann::json& body) {
+  const std::vector<std::string> urls = HeadUrls(target.url);
+  if (urls.size() <= 1) return CallOneHead(target, ca_cert, method, path, body, kHttpTimeoutSeconds);
+  // Several heads (any of them answers from the store; docs/cluster.md "Several heads"):
+  // each in turn, until one answers. One that cannot be reached, or that cannot reach the
+  // store (Unavailable), passes the request to the next.
+  std::string tried;
+  for (const std::string& url : urls) {
+    ApiTarget one = target;
+    one.url = url;
+    auto r = CallOneHead(one, ca_cert, method, path, body, kHeadListConnectTimeoutSeconds);
+    if (r.ok() || r.status().code() != StatusCode::kUnavailable) return r;
+    tried += (tried.empty() ? "" : "; ") + r.status().message();
+  }
+  return Status::Unavailable(fmt::format("no head of {} answered: {}", target.url, tried));
 }
 
 Result<nlohmann::json> DecodeApiAnswer(const ApiTarget& target, const std::string& method, const std::string& path,

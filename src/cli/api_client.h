@@ -5,6 +5,9 @@
 //                         is refused, naming both; --token-file is refused)
 //   --head URL            token from --token-file PATH, else $ELASTRAIN_TOKEN, else the
 //                         default head token when the head_url beside it is URL
+//   --head URL1,URL2,...  several heads of one cluster (any answers; docs/cluster.md):
+//                         tried in turn until one answers; the token from --token-file
+//                         or $ELASTRAIN_TOKEN only
 //   neither               the default head: $HOME/.elastrain/head_url and head_token
 // Token files must pass the trust rule of jobctl/run_token.h. HTTPS servers are verified
 // against the system's CAs or --ca-cert / $ELASTRAIN_CA_CERT; never unverified.
@@ -12,6 +15,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -38,9 +42,12 @@ struct ApiTarget {
 Result<ApiTarget> ResolveApiTarget(const ApiTargetArgs& args);
 // The same URL for comparison: lower-case scheme and host, no trailing '/'.
 std::string NormalizeUrl(std::string url);
+// The URLs of a --head value "URL[,URL...]", blanks around each dropped, empty ones skipped.
+std::vector<std::string> HeadUrls(const std::string& head);
 
-// One request to the API ("GET" or "POST" with a JSON body); its answer through
-// DecodeApiAnswer, or Unavailable / InvalidArgument when it could not be asked (no
+// One request to the API ("GET" or "POST" with a JSON body), to each head of a list in turn
+// until one answers (one that cannot be reached or answers Unavailable is passed over);
+// its answer through DecodeApiAnswer, or Unavailable / InvalidArgument when it could not be asked (no
 // answer, a certificate that does not verify). `ca_cert`: a PEM CA file for an https URL
 // ("" : the system's CAs).
 Result<nlohmann::json> CallApi(const ApiTarget& target, const std::string& ca_cert, const std::string& method,

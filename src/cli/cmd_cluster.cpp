@@ -61,7 +61,9 @@ std::atomic<bool> g_stop{false};
 struct ApiFlags {
   std::string head, run_dir, token_file, ca_cert;
   void Add(CLI::App& app) {
-    app.add_option("--head", head, "the head's URL (default: the one recorded in ~/.elastrain/head_url)");
+    app.add_option("--head", head,
+                   "the head's URL, or several heads' URL1,URL2,... tried in turn (default: the one recorded in "
+                   "~/.elastrain/head_url)");
     app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train` (its head_url and token)");
     app.add_option("--token-file", token_file,
                    "a file holding the API token, for --head (default: $ELASTRAIN_TOKEN, or ~/.elastrain/head_token "
@@ -173,6 +175,8 @@ int RunHeadCommand(const std::vector<std::string>& args) {
   TerminationNotice notice([](int) { g_stop = true; }, TerminationNotice::Repeat::kCallAgain);
   ControllerOptions controller_opt;
   controller_opt.spec_key = own_key.value();
+  controller_opt.head_url = url.value();
+  controller_opt.announce_lead = true;
   Controller controller(store.value(), controller_opt);
   while (!g_stop) {
     auto rec = controller.RunJob(g_stop);

@@ -18,6 +18,7 @@
 #include "wire/events.h"
 #include "wire/job_state.h"
 #include "elastic/health_gate.h"
+#include "elastic/leadership.h"
 #include "elastic/policy.h"
 #include "jobctl/cluster_view.h"
 #include "common/events.h"
@@ -54,19 +55,27 @@ std::string DescribeEvent(const AnyEvent& any) {
 
 class Controller::Impl {
  public:
-  Impl(std::shared_ptr<Store> store, ControllerOptions opt) : store_(std::move(store)), opt_(opt) {
+  Impl(std::shared_ptr<Store> store, ControllerOptions opt)
+      : store_(std::move(store)), opt_(opt), lead_(store_, Me(opt_), opt_.leader_ttl) {
     if (opt_.spec_key) signed_spec_.emplace(opt_.spec_key, "controller");
-  }
-  ~Impl() {
-    if (lease_) (void)store_->RevokeLease(lease_);
   }
   Result<JobRecord> RunJob(const std::atomic<bool>& stop);
 
  private:
-  Status AcquireLeadership(const std::atomic<bool>& stop);
+  static HeadRecord Me(const ControllerOptions& o) {
+    HeadRecord me;
+    me.id = o.head_id.empty() ? DefaultHeadId() : o.head_id;
+    me.host = me.id.substr(0, me.id.rfind(':'));
+    me.pid = ::getpid();
+    me.url = o.head_url;
+    return me;
+  }
   // The job spec in the store; with opt_.spec_key, only one the head signed (else none).
   Result<std::optional<JobSpec>> ReadSpec();
-  void KeepLeadership();
+  // A write of the leader (guarded by its key; Leadership::guard). FailedPrecondition
+  // (kLostLead) when the key is no longer its own.
+  Status LeaderPut(const std::string& key, const std::string& value);
+  void AnnounceLead();
   Result<Observation> Observe(int64_t* plan_revision);
   // Carries out a decision; false when the plan's compare-and-swap lost (observe again).
   Result<bool> Apply(const Decision& d, int64_t plan_revision);
@@ -75,8 +84,8 @@ class Controller::Impl {
   std::shared_ptr<Store> store_;
   ControllerOptions opt_;
   std::optional<SignedReader> signed_spec_;  // with opt_.spec_key
-  LeaseId lease_ = 0;
-  Clock::time_point last_keepalive_;
+  Leadership lead_;
+  double waited_for_lead_ = 0;
   JobSpec spec_;
   JobSettings settings_;
   JobRecord record_;
@@ -88,43 +97,30 @@ class Controller::Impl {
   std::map<std::string, std::string> refused_health_;  // key -> why, as last logged (once per change)
 };
 
-Status Controller::Impl::AcquireLeadership(const std::atomic<bool>& stop) {
-  // Still the head from the job before: keep the lease (its key goes only with it), or
-  // this head would wait out its own lease before taking the next job.
-  if (lease_ != 0 && store_->KeepAlive(lease_).ok()) {
-    last_keepalive_ = Clock::now();
-    return Status::OK();
-  }
-  bool waited = false;
-  while (!stop) {
-    ELASTRAIN_ASSIGN_OR_RETURN(lease_, store_->GrantLease(opt_.leader_ttl));
-    const std::string me = fmt::format("{{\"pid\":{},\"since\":{}}}", ::getpid(), WallSeconds());
-    ELASTRAIN_ASSIGN_OR_RETURN(bool won, store_->CompareAndSwap(keys::Head(), 0, me, lease_));
-    if (won) {
-      last_keepalive_ = Clock::now();
-      if (waited) LOG_INFO("controller: took over as head");
-      return Status::OK();
-    }
-    (void)store_->RevokeLease(lease_);
-    lease_ = 0;
-    if (!waited) LOG_INFO("controller: another head holds {}; waiting for its lease to expire", keys::Head());
-    waited = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  return Status::Unavailable("controller: stopped while waiting to become the head");
+Status Controller::Impl::LeaderPut(const std::string& key, const std::string& value) {
+  ELASTRAIN_ASSIGN_OR_RETURN(bool done, store_->PutIf({lead_.guard()}, key, value));
+  if (done) return Status::OK();
+  ELASTRAIN_RETURN_IF_ERROR(lead_.Verify());  // FailedPrecondition when the lead is gone
+  return Status::Internal("controller: a guarded write of " + key + " failed while the lead held");
 }
 
-void Controller::Impl::KeepLeadership() {
-  if (Clock::now() - last_keepalive_ < opt_.leader_ttl / 3) return;
-  last_keepalive_ = Clock::now();
-  Status st = store_->KeepAlive(lease_);
-  if (st.ok()) return;
-  LOG_WARN("controller: lost the head lease ({}); taking it again", st.message());
-  const std::string me = fmt::format("{{\"pid\":{},\"since\":{}}}", ::getpid(), WallSeconds());
-  auto lease = store_->GrantLease(opt_.leader_ttl);
-  if (!lease.ok()) return;
-  lease_ = lease.value();
-  (void)store_->CompareAndSwap(keys::Head(), 0, me, lease_);
+void Controller::Impl::AnnounceLead() {
+  if (!opt_.announce_lead || record_.leader == lead_.me().id) return;
+  if (!record_.leader.empty()) {
+    HeadLostEvent lost;
+    lost.head = record_.leader;
+    lost.reason = "its lease ended; " + lead_.me().id + " leads";
+    events_.Emit(lost);
+    LOG_INFO("job {}: head_lost: {} ({})", spec_.job_id, lost.head, lost.reason);
+  }
+  HeadElectedEvent e;
+  e.head = lead_.me().id;
+  e.url = lead_.me().url;
+  e.previous = record_.leader;
+  e.waited_seconds = waited_for_lead_;
+  events_.Emit(e);
+  LOG_INFO("job {}: head_elected: {}{} (stood by {:.1f} s)", spec_.job_id, e.head,
+           e.previous.empty() ? std::string() : ", after " + e.previous, e.waited_seconds);
 }
 
 Result<Observation> Controller::Impl::Observe(int64_t* plan_revision) {
@@ -168,19 +164,48 @@ void Controller::Impl::CleanUpRendezvous(int64_t below) {
 }
 
 Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
+  // Every write is guarded by the lead (a head that lost it writes nothing), and the
+  // events follow the writes, so none is logged by a head that no longer leads.
+  bool wrote = false;
   if (d.plan) {
-    ELASTRAIN_ASSIGN_OR_RETURN(bool won, store_->CompareAndSwap(keys::JobPlan(), plan_revision, ToJson(*d.plan)));
+    ELASTRAIN_ASSIGN_OR_RETURN(bool won, store_->PutIf({lead_.guard(), {keys::JobPlan(), plan_revision}},
+                                                       keys::JobPlan(), ToJson(*d.plan)));
     if (!won) {
+      ELASTRAIN_RETURN_IF_ERROR(lead_.Verify());
       LOG_WARN("controller: the plan changed under it; deciding again");
       return false;
     }
+    wrote = true;
     (void)store_->DeletePrefix(keys::DepartedPrefix());  // read into this plan's decision
   }
   // Stops and commands carry the job's id (the policy stamps it): agents fence out others.
-  if (d.stop) ELASTRAIN_RETURN_IF_ERROR(store_->Put(keys::GenerationStop(), ToJson(*d.stop)).status());
-  for (const auto& [agent, cmd] : d.commands)
-    ELASTRAIN_RETURN_IF_ERROR(
-        store_->Put(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++), ToJson(cmd)).status());
+  if (d.stop) {
+    ELASTRAIN_RETURN_IF_ERROR(LeaderPut(keys::GenerationStop(), ToJson(*d.stop)));
+    wrote = true;
+  }
+  for (const auto& [agent, cmd] : d.commands) {
+    ELASTRAIN_RETURN_IF_ERROR(LeaderPut(fmt::format("{}{:08d}", keys::CommandPrefix(agent), command_serial_++),
+                                        ToJson(cmd)));
+    wrote = true;
+  }
+  record_put_revision_ = 0;
+  JobRecord next = d.record;
+  next.leader = lead_.me().id;
+  // Every decision stamps updated_at; a record that differs in nothing else is not
+  // written again, or each write would wake this loop (and every agent) to decide again.
+  const std::string json = RecordJsonWithoutTime(next);
+  if (json != record_json_) {
+    ELASTRAIN_ASSIGN_OR_RETURN(bool done, store_->PutIf({lead_.guard()}, keys::JobRecord(), ToJson(next)));
+    if (!done) {
+      ELASTRAIN_RETURN_IF_ERROR(lead_.Verify());
+      return Status::Internal("controller: the guarded job record write failed while the lead held");
+    }
+    ELASTRAIN_ASSIGN_OR_RETURN(record_put_revision_, store_->Revision());
+    record_json_ = json;
+    wrote = true;
+  }
+  record_ = std::move(next);
+  if (!d.events.empty() && !wrote) ELASTRAIN_RETURN_IF_ERROR(lead_.Verify());
   for (const AnyEvent& e : d.events) {
     std::visit([this](const auto& x) { events_.Emit(x); }, e);
     LOG_INFO("job {}: {}", spec_.job_id, DescribeEvent(e));
@@ -189,15 +214,6 @@ Result<bool> Controller::Impl::Apply(const Decision& d, int64_t plan_revision) {
   for (const std::string& w : d.warnings) {
     if (warned_.size() > 1000) warned_.clear();
     if (warned_.insert(w).second) LOG_WARN("job {}: {}", spec_.job_id, w);
-  }
-  record_put_revision_ = 0;
-  record_ = d.record;
-  // Every decision stamps updated_at; a record that differs in nothing else is not
-  // written again, or each write would wake this loop (and every agent) to decide again.
-  const std::string json = RecordJsonWithoutTime(record_);
-  if (json != record_json_) {
-    ELASTRAIN_ASSIGN_OR_RETURN(record_put_revision_, store_->Put(keys::JobRecord(), ToJson(record_)));
-    record_json_ = json;
   }
   if (d.plan) CleanUpRendezvous(d.plan->generation);
   return true;
@@ -213,7 +229,7 @@ Result<std::optional<JobSpec>> Controller::Impl::ReadSpec() {
 }
 
 Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
-  ELASTRAIN_RETURN_IF_ERROR(AcquireLeadership(stop));
+  ELASTRAIN_ASSIGN_OR_RETURN(waited_for_lead_, lead_.Acquire(stop));
   // Wait for a job.
   for (;;) {
     if (stop) return Status::Unavailable("controller stopped before a job was submitted");
@@ -227,7 +243,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
       record_ = rec && rec->job_id == spec->job_id ? *rec : JobRecord();
       break;
     }
-    KeepLeadership();
+    ELASTRAIN_RETURN_IF_ERROR(lead_.Keep());
     // Wake at least three times per lease: an idle head keeps its leadership.
     (void)store_->WaitForChange(rev, std::min<std::chrono::milliseconds>(opt_.tick * 5, opt_.leader_ttl / 3));
   }
@@ -241,7 +257,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     record_.state = JobState::kFailed;
     record_.reason = why.message();
     LOG_ERROR("job {}: {}", spec_.job_id, record_.reason);
-    (void)store_->Put(keys::JobRecord(), ToJson(record_));
+    (void)LeaderPut(keys::JobRecord(), ToJson(record_));
     return record_;
   };
   if (Status opened = events_.Open(spec_.run_dir + "/events.jsonl"); !opened.ok()) return fail_job(opened);
@@ -273,9 +289,10 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     LOG_INFO("controller: job {} (num_workers={}, max_failures={}, run directory {})", spec_.job_id,
              cfg->num_workers_spec, cfg->max_failures, spec_.run_dir);
   }
+  AnnounceLead();
   record_json_.clear();
   while (!stop) {
-    KeepLeadership();
+    ELASTRAIN_RETURN_IF_ERROR(lead_.Keep());
     ELASTRAIN_ASSIGN_OR_RETURN(int64_t rev, store_->Revision());
     int64_t plan_revision = 0;
     auto obs = Observe(&plan_revision);
@@ -286,6 +303,7 @@ Result<JobRecord> Controller::Impl::RunJob(const std::atomic<bool>& stop) {
     }
     const Decision d = Decide(record_, obs.value(), settings_);
     auto applied = Apply(d, plan_revision);
+    if (!applied.ok() && applied.status().code() == StatusCode::kFailedPrecondition) return applied.status();
     if (!applied.ok()) {
       LOG_WARN("controller: cannot write the store: {}", applied.status().message());
       std::this_thread::sleep_for(opt_.tick);

@@ -6,8 +6,11 @@
 // head` restarted) resumes the job: workers keep training meanwhile, since they need
 // the controller only to change generations.
 //
-// One controller at a time: it holds elastrain/head with a lease (kDefaultLeaderTtl);
-// a second one waits for that lease to go.
+// One controller decides at a time: it leads while it holds elastrain/head with a lease
+// (kDefaultLeaderTtl; elastic/leadership.h); others stand by and take over when that lease
+// ends. Every write of the leader is guarded by its key, so a head that lost the lead
+// (cut off from the store) writes nothing more: RunJob returns FailedPrecondition
+// (kLostLead) and the next RunJob stands by.
 #pragma once
 
 #include <atomic>
@@ -38,6 +41,11 @@ struct ControllerOptions {
   // The head's own public key (store/signed_records.h): a job spec it did not sign (put
   // in the store by anyone else) is ignored with a logged reason, never run. Null: any.
   std::shared_ptr<const VerifyKey> spec_key;
+  // Who this head is (HeadRecord in keys::Head()): "" for DefaultHeadId(); its API's URL.
+  std::string head_id, head_url;
+  // Writes head_elected (and head_lost for the head it replaces) into each job's events:
+  // `elastrain head`, where several heads may share a cluster.
+  bool announce_lead = false;
 };
 
 class Controller {

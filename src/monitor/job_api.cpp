@@ -211,6 +211,11 @@ Result<nlohmann::json> JobStatusJson(Store& store) {
   s.time = WallSeconds();
   ELASTRAIN_ASSIGN_OR_RETURN(s.hosts, HostsStatus(store, rec, s.time));
   s.gray_events = GrayEvents(v.spec.run_dir, kMaxStatusGrayEvents);
+  // A head record that does not parse shows no leader (it is a status, not a decision).
+  if (auto head = ReadRecord<HeadRecord>(store, keys::Head()); head.ok() && head->has_value()) {
+    s.leader = (*head)->id;
+    s.leader_url = (*head)->url;
+  }
   return ToJsonValue(s);
 }
 

@@ -129,18 +129,36 @@ class EtcdStore : public Store {
     return Int(r.value("header", json::object()), "revision");
   }
 
-  Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
-                              LeaseId lease) override {
-    // "Must not exist" compares the create revision with 0; otherwise the mod revision.
+  // A compare of a transaction: `key` at `mod_revision`. "Must not exist" compares the
+  // create revision with 0; otherwise the mod revision.
+  static json Compare(const std::string& key, int64_t mod_revision) {
     json cmp = {{"key", Base64Encode(key)}, {"result", "EQUAL"}};
-    if (expected == 0) {
+    if (mod_revision == 0) {
       cmp["target"] = "CREATE";
       cmp["create_revision"] = "0";
     } else {
       cmp["target"] = "MOD";
-      cmp["mod_revision"] = std::to_string(expected);
+      cmp["mod_revision"] = std::to_string(mod_revision);
     }
-    json txn = {{"compare", json::array({cmp})},
+    return cmp;
+  }
+
+  Result<bool> PutIf(const std::vector<StoreGuard>& guards, const std::string& key, const std::string& value,
+                     LeaseId lease) override {
+    json compares = json::array();
+    std::string what = "put key '" + Printable(key) + "'" + LeaseNote(lease) + " if";
+    for (const StoreGuard& g : guards) {
+      compares.push_back(Compare(g.key, g.mod_revision));
+      what += " '" + Printable(g.key) + "' at mod_revision " + std::to_string(g.mod_revision);
+    }
+    json txn = {{"compare", compares}, {"success", json::array({{{"request_put", PutRequest(key, value, lease)}}})}};
+    ELASTRAIN_ASSIGN_OR_RETURN(json r, Call("/v3/kv/txn", txn, what));
+    return r.value("succeeded", false);  // proto3 omits false
+  }
+
+  Result<bool> CompareAndSwap(const std::string& key, int64_t expected, const std::string& value,
+                              LeaseId lease) override {
+    json txn = {{"compare", json::array({Compare(key, expected)})},
                 {"success", json::array({{{"request_put", PutRequest(key, value, lease)}}})}};
     ELASTRAIN_ASSIGN_OR_RETURN(
         json r, Call("/v3/kv/txn", txn,

@@ -54,6 +54,20 @@ class MemoryStore : public Store {
     return true;
   }
 
+  Result<bool> PutIf(const std::vector<StoreGuard>& guards, const std::string& key, const std::string& value,
+                     LeaseId lease) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ExpireLeases();
+    for (const StoreGuard& g : guards) {
+      auto it = kv_.find(g.key);
+      if ((it == kv_.end() ? 0 : it->second.mod_revision) != g.mod_revision) return false;
+    }
+    if (lease != 0 && !leases_.count(lease))
+      return Status::NotFound("memory store: lease " + std::to_string(lease) + " not found (expired or revoked)");
+    PutLocked(key, value, lease);
+    return true;
+  }
+
   Status Delete(const std::string& key) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (kv_.erase(key)) Bump();

@@ -273,6 +273,11 @@ class SigningStore : public ForwardingStore {
     ELASTRAIN_ASSIGN_OR_RETURN(std::string v, Signed(key, value));
     return inner().CompareAndSwap(key, expected, v, lease);
   }
+  Result<bool> PutIf(const std::vector<StoreGuard>& guards, const std::string& key, const std::string& value,
+                     LeaseId lease) override {
+    ELASTRAIN_ASSIGN_OR_RETURN(std::string v, Signed(key, value));
+    return inner().PutIf(guards, key, v, lease);
+  }
 
  private:
   Result<std::string> Signed(const std::string& key, const std::string& value) {

@@ -40,6 +40,12 @@ struct KeyValue {
   LeaseId lease = 0;
 };
 
+// A condition of Store::PutIf: `key` is at `mod_revision` (0: does not exist).
+struct StoreGuard {
+  std::string key;
+  int64_t mod_revision = 0;
+};
+
 // Bound on one request to a remote store.
 inline constexpr std::chrono::milliseconds kDefaultStoreRequestTimeout{5000};
 // How often a remote store is polled while waiting for a key (Gloo's wait), or for a
@@ -102,6 +108,12 @@ class Store {
   // key does not exist). Returns false, changing nothing, when the comparison fails.
   virtual Result<bool> CompareAndSwap(const std::string& key, int64_t expected_mod_revision,
                                       const std::string& value, LeaseId lease = 0) = 0;
+  // Sets `key` only if every guard holds (each guard's key at that mod_revision; 0: the
+  // key does not exist), in one transaction. Returns false, changing nothing, when one
+  // does not. A leader writes this way, guarded by its leader key: once that key is gone
+  // (its lease ended) or another's, no write of the old leader lands.
+  virtual Result<bool> PutIf(const std::vector<StoreGuard>& guards, const std::string& key, const std::string& value,
+                             LeaseId lease = 0) = 0;
   // Deleting a missing key is not an error.
   virtual Status Delete(const std::string& key) = 0;
   virtual Status DeletePrefix(const std::string& prefix) = 0;
@@ -136,6 +148,10 @@ class ForwardingStore : public Store {
   Result<bool> CompareAndSwap(const std::string& key, int64_t expected_mod_revision, const std::string& value,
                               LeaseId lease = 0) override {
     return inner_->CompareAndSwap(key, expected_mod_revision, value, lease);
+  }
+  Result<bool> PutIf(const std::vector<StoreGuard>& guards, const std::string& key, const std::string& value,
+                     LeaseId lease = 0) override {
+    return inner_->PutIf(guards, key, value, lease);
   }
   Status Delete(const std::string& key) override { return inner_->Delete(key); }
   Status DeletePrefix(const std::string& prefix) override { return inner_->DeletePrefix(prefix); }

@@ -100,6 +100,28 @@ struct ControllerResumedEvent {
 };
 ELASTRAIN_JSON_RECORD(ControllerResumedEvent, source, job, state, generation, step)
 
+// Several heads (elastic/leadership.h): a head took the lead of the job. `previous` is
+// the head whose record it found ("" for the first), `waited_seconds` how long it stood
+// by for the lead.
+struct HeadElectedEvent {
+  static constexpr std::string_view kName = "head_elected";
+  std::string source = "controller";
+  std::string head, url, previous;
+  double waited_seconds = 0;
+  bool operator==(const HeadElectedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HeadElectedEvent, source, head, url, previous, waited_seconds)
+
+// The head that led the job lost the lead (written by the one that took it over: the
+// one that lost it is fenced out and writes nothing more).
+struct HeadLostEvent {
+  static constexpr std::string_view kName = "head_lost";
+  std::string source = "controller";
+  std::string head, reason;
+  bool operator==(const HeadLostEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(HeadLostEvent, source, head, reason)
+
 struct JobStateEvent {  // a transition of wire/job_state.h
   static constexpr std::string_view kName = "job_state";
   std::string source = "controller";
@@ -452,7 +474,7 @@ ELASTRAIN_JSON_RECORD(CheckpointPeriodChangedEvent, from, to, failures, covered_
 
 // ------------------------------------------------------------------ any event
 using AnyEvent =
-    std::variant<JobSubmittedEvent, ControllerResumedEvent, JobStateEvent, GenerationStartedEvent,
+    std::variant<JobSubmittedEvent, ControllerResumedEvent, HeadElectedEvent, HeadLostEvent, JobStateEvent, GenerationStartedEvent,
                  GenerationFirstStepEvent, GenerationStalledEvent, GenerationFailedEvent, ResizeRequestedEvent,
                  StopRequestedEvent, StragglersKilledEvent, HostCooldownEvent, CooldownOverriddenEvent,
                  StragglerDetectedEvent, StragglerClearedEvent, HostExcludedEvent, HostHealthEvent,

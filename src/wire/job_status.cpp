@@ -17,7 +17,7 @@ ELASTRAIN_JSON_RECORD(JobStatusEvent, time, event, detail)
 ELASTRAIN_JSON_RECORD(JobStatus, job, run_dir, steps, num_workers, max_failures, checkpoint_period,
                       cost_per_worker_hour, model_name, launched, state, reason, generation, world, step, failures,
                       restarts, latest_checkpoint_step, started_at, ended_at, agents, ranks, idle_workers, time, hosts,
-                      gray_events)
+                      gray_events, leader, leader_url)
 ELASTRAIN_JSON_RECORD(SubmittedJob, job_id, run_dir)
 
 nlohmann::json ToJsonValue(const JobStatus& s) { return s; }
@@ -72,6 +72,8 @@ std::string FormatJobStatus(const JobStatus& s) {
   if (s.launched && !reported)
     out += "  (the program reports no steps or checkpoints: elastrain_worker does, docs/launch.md)\n";
   out += fmt::format("  run directory {}\n", s.run_dir);
+  if (!s.leader.empty())
+    out += fmt::format("  led by head {}{}\n", s.leader, s.leader_url.empty() ? "" : " at " + s.leader_url);
   if (!s.ranks.empty()) {
     // compute and wait: seconds per step, means over the rank's last timed steps.
     out += fmt::format("  {:<5} {:<16} {:<8} {:<7} {:<10} {:>9} {:>9} {:<24} {}\n", "RANK", "HOST", "PID", "STEP",

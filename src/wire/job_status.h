@@ -94,6 +94,8 @@ struct JobStatus {
   double time = 0;                       // when the status was read (wall seconds)
   std::vector<JobStatusHost> hosts;
   std::vector<JobStatusEvent> gray_events;  // the newest kMaxStatusGrayEvents
+  // The head that leads (keys::Head(), wire/protocol.h HeadRecord); "" when none does.
+  std::string leader, leader_url;
 };
 inline constexpr size_t kMaxStatusGrayEvents = 10;
 

@@ -38,7 +38,9 @@ ELASTRAIN_JSON_RECORD(JobRecord, job_id, state, reason, generation, world, failu
                                                 stop_sent_gen, kill_sent_gen, inject_armed, first_step_noted, state_since,
                                                 trained_until, waited_since_trained, noted, host_failures,
                                                 cooldown_until, stragglers, excluded_at, excluded_workers, host_healthy, hang_diagnosed_gen,
-                                                last_recovery_seconds, health_asked_at, host_unplanned, planned_at, start_seconds)
+                                                last_recovery_seconds, health_asked_at, host_unplanned, planned_at, start_seconds,
+                                                leader)
+ELASTRAIN_JSON_RECORD(HeadRecord, id, host, pid, url, since)
 
 namespace {
 template <typename T>
@@ -68,6 +70,7 @@ std::string ToJson(const JobControl& v) { return Dump(v); }
 std::string ToJson(const GenerationStop& v) { return Dump(v); }
 std::string ToJson(const AgentCommand& v) { return Dump(v); }
 std::string ToJson(const JobRecord& v) { return Dump(v); }
+std::string ToJson(const HeadRecord& v) { return Dump(v); }
 Status FromJson(const std::string& t, JobSpec* v) { return Load(t, "job spec", v); }
 Status FromJson(const std::string& t, AgentInfo* v) { return Load(t, "agent record", v); }
 Status FromJson(const std::string& t, HealthRecord* v) { return Load(t, "health record", v); }
@@ -77,6 +80,7 @@ Status FromJson(const std::string& t, JobControl* v) { return Load(t, "job contr
 Status FromJson(const std::string& t, GenerationStop* v) { return Load(t, "generation stop", v); }
 Status FromJson(const std::string& t, AgentCommand* v) { return Load(t, "agent command", v); }
 Status FromJson(const std::string& t, JobRecord* v) { return Load(t, "job state", v); }
+Status FromJson(const std::string& t, HeadRecord* v) { return Load(t, "head record", v); }
 
 RendezvousAddress RendezvousForJob(const JobSpec& spec, const std::string& store_url) {
   if (IsEtcdRendezvousUrl(store_url)) return RendezvousAddress::Etcd(store_url, keys::Rendezvous(spec.job_id));

@@ -279,6 +279,17 @@ struct JobRecord {
   double last_recovery_seconds = 0;    // the newest generation's recovery (a re-plan's measured cost)
   double planned_at = 0;               // when the current generation was planned
   double start_seconds = 0;            // the job's first generation: planned to its first step began
+  std::string leader;                  // HeadRecord::id of the head that wrote it (several heads)
+};
+
+// keys::Head(): the leading head, put with its lease (elastic/leadership.h). Standbys wait
+// for the key to go with that lease; status shows who leads.
+struct HeadRecord {
+  std::string id;   // "<hostname>:<pid>", unique among the heads of a cluster
+  std::string host;
+  int64_t pid = 0;
+  std::string url;  // its API ("" for an embedded controller)
+  double since = 0;  // when it took the lead (wall seconds)
 };
 
 // JSON text <-> records. Parse errors name the record and what is wrong.
@@ -291,6 +302,7 @@ std::string ToJson(const JobControl& v);
 std::string ToJson(const GenerationStop& v);
 std::string ToJson(const AgentCommand& v);
 std::string ToJson(const JobRecord& v);
+std::string ToJson(const HeadRecord& v);
 Status FromJson(const std::string& text, JobSpec* v);
 Status FromJson(const std::string& text, AgentInfo* v);
 Status FromJson(const std::string& text, HealthRecord* v);
@@ -300,6 +312,7 @@ Status FromJson(const std::string& text, JobControl* v);
 Status FromJson(const std::string& text, GenerationStop* v);
 Status FromJson(const std::string& text, AgentCommand* v);
 Status FromJson(const std::string& text, JobRecord* v);
+Status FromJson(const std::string& text, HeadRecord* v);
 
 // Reads and parses the record at `key`: nullopt when the key does not exist; Corruption
 // naming the key when it does not parse. `mod_revision` (optional) receives the key's

@@ -77,10 +77,10 @@ TEST(CliApiAnswer, AStatusRoundTrips) {
   for (const char* key : {"job", "run_dir", "steps", "num_workers", "max_failures", "checkpoint_period",
                           "cost_per_worker_hour", "model_name", "launched", "state", "reason", "generation", "world", "step",
                           "failures", "restarts", "latest_checkpoint_step", "started_at", "ended_at", "agents", "ranks",
-                          "idle_workers", "time", "hosts", "gray_events"})
+                          "idle_workers", "time", "hosts", "gray_events", "leader", "leader_url"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_TRUE(j["launched"].is_boolean());
-  EXPECT_EQ(j.size(), 25u);
+  EXPECT_EQ(j.size(), 27u);
   // A head of a newer version may add keys.
   nlohmann::json newer = j;
   newer["new_field"] = {1, 2};

@@ -48,6 +48,8 @@ std::vector<AnyEvent> Samples() {
   return {
       JobSubmittedEvent{"controller", "job-1", "/runs/r", "2:4", 3, 64},
       ControllerResumedEvent{"controller", "job-1", "RUNNING", 2, 80},
+      HeadElectedEvent{"controller", "h2:4242", "http://10.0.0.2:8080", "h1:4141", 3.5},
+      HeadLostEvent{"controller", "h1:4141", "its lease ended; h2:4242 leads"},
       JobStateEvent{"controller", "RUNNING", "RECOVERING", "worker rank 1 failed", 2, 80, 1},
       GenerationStartedEvent{"controller", 2, 4, {2, 2, 1}, full, {{0, "a0-w0", "h0", 100}, {1, "a1-w0", "h1", 101}}},
       GenerationStartedEvent{"controller", 3, 2, {1, 2, 1}, peers, {}},

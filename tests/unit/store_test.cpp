@@ -196,6 +196,31 @@ TEST_P(StoreTest, CompareAndSwap) {
   EXPECT_FALSE(Must(store_->Get(K("absent"))).has_value());
 }
 
+// A leader's guarded write (issue 36): the put lands only while every guard holds, in one
+// transaction, and a failed guard changes nothing.
+TEST_P(StoreTest, PutIfLandsOnlyWhileEveryGuardHolds) {
+  const int64_t lead = Must(store_->Put(K("lead"), "me"));
+  auto g = Must(store_->Get(K("lead")));
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->mod_revision, lead);
+  EXPECT_TRUE(Must(store_->PutIf({{K("lead"), g->mod_revision}}, K("plan"), "1")));
+  auto plan = Must(store_->Get(K("plan")));
+  ASSERT_TRUE(plan.has_value());
+  // Both the lead and the plan as read: lands.
+  EXPECT_TRUE(Must(store_->PutIf({{K("lead"), g->mod_revision}, {K("plan"), plan->mod_revision}}, K("plan"), "2")));
+  // The plan moved on: refused.
+  EXPECT_FALSE(Must(store_->PutIf({{K("lead"), g->mod_revision}, {K("plan"), plan->mod_revision}}, K("plan"), "3")));
+  // The lead is another's now (deleted and written again): refused, nothing written.
+  ASSERT_OK(store_->Delete(K("lead")));
+  Must(store_->Put(K("lead"), "other"));
+  EXPECT_FALSE(Must(store_->PutIf({{K("lead"), g->mod_revision}}, K("plan"), "4")));
+  EXPECT_FALSE(Must(store_->PutIf({{K("lead"), g->mod_revision}}, K("fresh"), "5")));
+  EXPECT_EQ(Must(store_->Get(K("plan")))->value, "2");
+  EXPECT_FALSE(Must(store_->Get(K("fresh"))).has_value());
+  // A guard that the key does not exist (0).
+  EXPECT_TRUE(Must(store_->PutIf({{K("nobody"), 0}}, K("fresh"), "6")));
+}
+
 TEST_P(StoreTest, DeleteAndDeletePrefix) {
   ASSERT_OK(store_->Delete(K("never")));  // missing: not an error
   for (const char* k : {"d/x/1", "d/x/2", "d/y", "e"}) Must(store_->Put(K(k), "v"));

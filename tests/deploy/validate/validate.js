@@ -396,13 +396,23 @@ checks['clients-use-tls'] = (objs) => {
   return p;
 };
 
-checks['single-head'] = (objs) => {
+// Two heads (issue 36): one leads, the other stands by and takes over within a lease;
+// never both on one node (a node's loss would take both), and a rollout replaces one at
+// a time, so one head is always up.
+checks['standby-heads'] = (objs) => {
   const ds = objs.filter((o) => o.kind === 'Deployment' && componentOf({ meta: o.spec.template.metadata }) === 'head');
   if (ds.length !== 1) return [`${ds.length} head Deployments (expected 1)`];
   const d = ds[0];
   const p = [];
-  if (d.spec.replicas !== 1) p.push(`${id(d)}: replicas ${d.spec.replicas} (two controllers must never run)`);
-  if (((d.spec.strategy || {}).type) !== 'Recreate') p.push(`${id(d)}: strategy is not Recreate (a rollout would run two heads)`);
+  if (!(d.spec.replicas >= 2)) p.push(`${id(d)}: replicas ${d.spec.replicas} (expected 2: a leader and a standby)`);
+  const st = d.spec.strategy || {};
+  const ru = st.rollingUpdate || {};
+  if (st.type !== 'RollingUpdate' || ru.maxUnavailable !== 1 || ru.maxSurge !== 0)
+    p.push(`${id(d)}: strategy is not RollingUpdate with maxUnavailable 1, maxSurge 0 (one head at a time replaced)`);
+  const labels = d.spec.template.metadata.labels;
+  const terms = ((d.spec.template.spec.affinity || {}).podAntiAffinity || {}).requiredDuringSchedulingIgnoredDuringExecution || [];
+  if (!terms.some((x) => x.topologyKey === 'kubernetes.io/hostname' && selects(x.labelSelector, labels)))
+    p.push(`${id(d)}: no required podAntiAffinity on kubernetes.io/hostname selecting the heads`);
   return p;
 };
 
@@ -569,7 +579,9 @@ const mutations = [
   ['agent reaches etcd over plain etcd://', 'clients-use-tls', (o) => { const c = ctr(o, 'agent'); c.args = c.args.map((a) => a.replace('etcds://', 'etcd://')); }],
   ['head serves plain HTTP', 'clients-use-tls', (o) => { const c = ctr(o, 'head'); c.args = c.args.filter((a) => !a.startsWith('--tls-cert=')); }],
   ['API token Secret holds no token', 'secrets-exist', (o) => { find(o, 'Secret', 'elastrain-api-token').data.token = Buffer.from('secret\n').toString('base64'); }],
-  ['two heads', 'single-head', (o) => { o.find((x) => x.kind === 'Deployment').spec.replicas = 2; }],
+  ['one head', 'standby-heads', (o) => { o.find((x) => x.kind === 'Deployment').spec.replicas = 1; }],
+  ['head anti-affinity removed', 'standby-heads', (o) => { delete o.find((x) => x.kind === 'Deployment').spec.template.spec.affinity; }],
+  ['heads replaced all at once', 'standby-heads', (o) => { o.find((x) => x.kind === 'Deployment').spec.strategy = { type: 'Recreate' }; }],
   ['default-deny NetworkPolicy removed', 'networkpolicy-default-deny', (o) => { o.splice(o.indexOf(pol(o, 'elastrain-default-deny')), 1); }],
   ['etcd policy accepts any source', 'networkpolicy-ingress', (o) => { delete pol(o, 'elastrain-etcd').spec.ingress[0].from; }],
   ['etcd policy accepts any port', 'networkpolicy-ingress', (o) => { delete pol(o, 'elastrain-etcd').spec.ingress[0].ports; }],
