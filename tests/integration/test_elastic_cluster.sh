@@ -133,7 +133,7 @@ wait_field state SUCCEEDED 600 && pass "the job succeeded after the head restart
 # resumes the ended job, and runs the next submission.
 kill -9 $HEAD_PID
 start_head 3
-took_over() { grep -q "took over as head" "$WORK/head3.log"; }
+took_over() { grep -q "took the lead as head" "$WORK/head3.log"; }
 wait_until 30 took_over || fail "head 3 never took over: $(cat "$WORK/head3.log")"
 sleep 1
 grep -qE "controller: (job|resuming)" "$WORK/head3.log" && fail "the restarted idle head took up the ended job: $(grep -E 'controller: (job|resuming)' "$WORK/head3.log")"
