@@ -8,7 +8,7 @@
 #   3. status keeps answering through the list while A is cut off and while B is down.
 #   4. Both heads killed: training goes on; A started again resumes control (leader again,
 #      controller_resumed) and the job ends SUCCEEDED with one metrics line per step. Then
-#      `submit` and `stop` through the list with B down.
+#      `submit` and `stop` through the list with B down, and again with A down.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
 source "$SRC/tests/cluster/job_lib.sh"
@@ -84,7 +84,7 @@ decided=$(awk -v t="$cut" '
 host_kill hB
 wait_until 30 leads $A_PID && pass "B killed: A leads again; status through the list with B down" ||
   fail "A did not take the lead after B died: $(field leader)"
-kill -9 "$A_PID"
+kill -9 "$A_PID"; { wait "$A_PID"; } 2>/dev/null || true
 s0=$(run_step)
 sleep 4
 s1=$(run_step)
@@ -105,4 +105,15 @@ stopped() { [ "$(field state)" = STOPPED ]; }
 wait_until 120 stopped || true
 st=$(field state)
 [ "$st" = STOPPED ] && pass "the second job stopped" || fail "the second job is $st after stop"
+# And with A down: B started again, A's host killed.
+head_on hB "$WORK/headB2.log"
+B2_PID=$HPID
+host_kill hA
+wait_until 30 leads $B2_PID && pass "A's host killed: B (pid $B2_PID) leads" || fail "B2 does not lead: $(field leader)"
+submit_job third steps=100000 num_workers=2:6
+wait_until 120 at_step 5 || fail "the third job does not train: $(field state)"
+out=$(host_exec store "$BIN" stop --head "$HEAD" 2>&1) && pass "stop through the list with A down: $out" || fail "stop: $out"
+wait_until 120 stopped || true
+st=$(field state)
+[ "$st" = STOPPED ] && pass "the third job stopped" || fail "the third job is $st after stop"
 finish
