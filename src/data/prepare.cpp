@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
+#include "common/raw_bytes.h"
 #include "data/corpus.h"
 #include "data/jsonl.h"
 #include "data/llmc_writer.h"
@@ -57,16 +58,6 @@ std::string_view Bytes(const Input& in, const Unit& u) {
   return {reinterpret_cast<const char*>(in.map->data()) + u.begin, static_cast<size_t>(u.end - u.begin)};
 }
 
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-template <typename T>
-T Get(const std::string& in, size_t offset) {
-  T v;
-  std::memcpy(&v, in.data() + offset, sizeof(v));
-  return v;
-}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -161,11 +152,11 @@ std::string SerializePart(uint64_t plan, size_t unit, const UnitResult& r, size_
     }
   }
   std::string out(kPartMagic, sizeof(kPartMagic));
-  Put<uint64_t>(&out, plan);
-  Put<uint64_t>(&out, unit);
-  Put<uint64_t>(&out, r.tokens.size());
-  Put<uint64_t>(&out, static_cast<uint64_t>(r.documents));
-  Put<uint64_t>(&out, Hash64(payload.data(), payload.size()));
+  PutRaw<uint64_t>(&out, plan);
+  PutRaw<uint64_t>(&out, unit);
+  PutRaw<uint64_t>(&out, r.tokens.size());
+  PutRaw<uint64_t>(&out, static_cast<uint64_t>(r.documents));
+  PutRaw<uint64_t>(&out, Hash64(payload.data(), payload.size()));
   return out + payload;
 }
 
@@ -203,15 +194,15 @@ Result<UnitResult> ReadPart(const std::string& path, uint64_t plan, size_t unit,
   auto bad = [&](const std::string& why) { return Status::Corruption(path + ": " + why); };
   if (data.size() < kPartHeaderBytes || std::memcmp(data.data(), kPartMagic, sizeof(kPartMagic)) != 0)
     return bad("not a part file (bad magic or short)");
-  if (Get<uint64_t>(data, 8) != plan || Get<uint64_t>(data, 16) != unit) return bad("of another plan or unit");
-  const uint64_t count = Get<uint64_t>(data, 24);
+  if (GetRaw<uint64_t>(data, 8) != plan || GetRaw<uint64_t>(data, 16) != unit) return bad("of another plan or unit");
+  const uint64_t count = GetRaw<uint64_t>(data, 24);
   const size_t payload = data.size() - kPartHeaderBytes;
   if (count > payload / width || count * width != payload)
     return bad(fmt::format("{} payload bytes for {} tokens", payload, count));
   const char* p = data.data() + kPartHeaderBytes;
-  if (Hash64(p, payload) != Get<uint64_t>(data, 40)) return bad("checksum mismatch");
+  if (Hash64(p, payload) != GetRaw<uint64_t>(data, 40)) return bad("checksum mismatch");
   UnitResult r;
-  r.documents = static_cast<int64_t>(Get<uint64_t>(data, 32));
+  r.documents = static_cast<int64_t>(GetRaw<uint64_t>(data, 32));
   r.tokens.resize(count);
   for (size_t j = 0; j < count; ++j) {
     if (width == 2) {
@@ -355,13 +346,13 @@ Result<PrepareReport> PrepareTokenFiles(const PrepareOptions& o,
   std::string material = "elastrain data prepare v1";
   material.push_back('\0');
   material += tok->id() + '\0' + doc_name + '\0' + o.text_field + '\0' + std::string(DatasetTypeName(format)) + '\0';
-  Put<int64_t>(&material, o.chunk_bytes);
-  Put<int64_t>(&material, o.shard_tokens);
+  PutRaw<int64_t>(&material, o.chunk_bytes);
+  PutRaw<int64_t>(&material, o.shard_tokens);
   for (const Input& in : job.inputs) {
     material += in.path;
     material.push_back('\0');
-    Put<uint64_t>(&material, in.map->size());
-    Put<uint64_t>(&material, in.hash);
+    PutRaw<uint64_t>(&material, in.map->size());
+    PutRaw<uint64_t>(&material, in.hash);
   }
   job.plan = Hash64(material.data(), material.size());
   const std::string plan_hex = HexU64(job.plan);

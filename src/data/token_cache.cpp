@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "common/files.h"
+#include "common/raw_bytes.h"
 #include "common/log.h"
 
 namespace elastrain {
@@ -15,16 +16,6 @@ namespace {
 constexpr char kMagic[8] = {'E', 'L', 'T', 'O', 'K', 'E', 'N', 'S'};
 constexpr uint32_t kDtypeU16 = 1, kDtypeI32 = 2;
 
-template <typename T>
-void Put(std::string* out, T v) {
-  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
-}
-template <typename T>
-T Get(const std::string& in, size_t offset) {
-  T v;
-  std::memcpy(&v, in.data() + offset, sizeof(v));
-  return v;
-}
 
 std::string Serialize(const std::vector<int32_t>& tokens, uint64_t key, int64_t vocab_size) {
   const uint32_t dtype = vocab_size <= 65536 ? kDtypeU16 : kDtypeI32;
@@ -39,12 +30,12 @@ std::string Serialize(const std::vector<int32_t>& tokens, uint64_t key, int64_t 
     payload.assign(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 4);
   }
   std::string out(kMagic, sizeof(kMagic));
-  Put<uint32_t>(&out, kTokenCacheVersion);
-  Put<uint32_t>(&out, dtype);
-  Put<uint64_t>(&out, tokens.size());
-  Put<uint64_t>(&out, key);
-  Put<uint64_t>(&out, Hash64(payload.data(), payload.size()));
-  Put<uint64_t>(&out, static_cast<uint64_t>(vocab_size));
+  PutRaw<uint32_t>(&out, kTokenCacheVersion);
+  PutRaw<uint32_t>(&out, dtype);
+  PutRaw<uint64_t>(&out, tokens.size());
+  PutRaw<uint64_t>(&out, key);
+  PutRaw<uint64_t>(&out, Hash64(payload.data(), payload.size()));
+  PutRaw<uint64_t>(&out, static_cast<uint64_t>(vocab_size));
   out += payload;
   return out;
 }
@@ -55,20 +46,20 @@ Result<std::vector<int32_t>> Parse(const std::string& path, const std::string& d
   auto bad = [&](const std::string& why) { return Status::Corruption(path + ": " + why); };
   if (data.size() < kTokenCacheHeaderBytes) return bad("shorter than the header");
   if (std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) return bad("bad magic, expected ELTOKENS");
-  if (uint32_t v = Get<uint32_t>(data, 8); v != kTokenCacheVersion)
+  if (uint32_t v = GetRaw<uint32_t>(data, 8); v != kTokenCacheVersion)
     return bad("format version " + std::to_string(v) + ", expected " + std::to_string(kTokenCacheVersion));
-  const uint32_t dtype = Get<uint32_t>(data, 12);
+  const uint32_t dtype = GetRaw<uint32_t>(data, 12);
   if (dtype != kDtypeU16 && dtype != kDtypeI32) return bad("unknown dtype " + std::to_string(dtype));
-  const uint64_t count = Get<uint64_t>(data, 16);
-  if (Get<uint64_t>(data, 24) != key) return bad("cache key does not match");
-  if (Get<uint64_t>(data, 40) != static_cast<uint64_t>(vocab_size)) return bad("vocabulary size does not match");
+  const uint64_t count = GetRaw<uint64_t>(data, 16);
+  if (GetRaw<uint64_t>(data, 24) != key) return bad("cache key does not match");
+  if (GetRaw<uint64_t>(data, 40) != static_cast<uint64_t>(vocab_size)) return bad("vocabulary size does not match");
   const size_t elem = dtype == kDtypeU16 ? 2 : 4;
   const size_t payload_bytes = data.size() - kTokenCacheHeaderBytes;
   if (count > payload_bytes / elem || count * elem != payload_bytes)
     return bad("payload is " + std::to_string(payload_bytes) + " bytes, header says " + std::to_string(count) +
                " tokens of " + std::to_string(elem) + " bytes");
   const char* payload = data.data() + kTokenCacheHeaderBytes;
-  if (Hash64(payload, payload_bytes) != Get<uint64_t>(data, 32)) return bad("payload checksum mismatch");
+  if (Hash64(payload, payload_bytes) != GetRaw<uint64_t>(data, 32)) return bad("payload checksum mismatch");
   std::vector<int32_t> tokens(count);
   for (size_t i = 0; i < count; ++i) {
     if (dtype == kDtypeU16) {
@@ -132,8 +123,8 @@ Result<uint64_t> TokenCacheKey(const Tokenizer& tokenizer, const std::vector<std
   for (size_t i = 0; i < files.size(); ++i) {
     material += files[i];
     material.push_back('\0');
-    Put<uint64_t>(&material, sizes[i]);
-    Put<uint64_t>(&material, hashes[i]);
+    PutRaw<uint64_t>(&material, sizes[i]);
+    PutRaw<uint64_t>(&material, hashes[i]);
   }
   return Hash64(material.data(), material.size());
 }
