@@ -95,6 +95,8 @@ rows=$(grep -oE 'class="event failure" data-event="[a-z_]+"' "$WORK/dom.html" | 
 grep -q worker_failed <<<"$rows" && pass "the timeline shows the injected failure: $rows" || fail "timeline failure rows: '$rows'"
 grep -q 'class="marker failure"' "$WORK/dom.html" && pass "the timeline chart marks the failure" || fail "no failure marker"
 grep -qE 'recovered in [0-9.]+ s' "$WORK/dom.html" && pass "the timeline shows the recovery" || fail "no recovery row"
+grep -qE '<span>leading head</span><b>[^<:]+:[0-9]+</b>' "$WORK/dom.html" && pass "the summary names the leading head: $(grep -oE '<span>leading head</span><b>[^<]*' "$WORK/dom.html" | sed 's/.*<b>//')" \
+  || fail "no leading head in the summary: $(grep -o 'leading head.\{0,40\}' "$WORK/dom.html")"
 # The per-rank panel: a row per rank of the generation; bars once the ranks report their
 # step anatomy (compute and wait seconds).
 st=$("$BIN" status --run-dir $run --json)
