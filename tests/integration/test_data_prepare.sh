@@ -149,6 +149,16 @@ expect_error "a non-empty directory is refused" "busy: not empty, and holds no p
   data prepare corpus --output busy
 expect_error "a missing input is named" "input nosuch.txt: no such file or directory" -- \
   data prepare nosuch.txt --output x
+for bad in "--shard-tokens 0:shard tokens 0: expected 1 to" "--shard-tokens -5:shard tokens -5: expected 1 to" \
+  "--shard-tokens 99999999999:shard tokens 99999999999: expected 1 to" "--chunk-bytes 0:chunk bytes 0: expected >= 1" \
+  "--workers 100000:workers 100000: expected 0 \\(one per core\\) to 1024"; do
+  flag=${bad%%:*}
+  # shellcheck disable=SC2086  # the flag and its value, split
+  expect_error "$flag is refused" "${bad#*:}" -- data prepare corpus --output x $flag
+done
+mkdir -p linkdir && ln -sf "$WORK/corpus/a.txt" linkdir/a.txt && ln -sf /nonexistent linkdir/dangling.txt
+expect_error "a dangling symlink input is named" "dangling.txt: no such file or directory" -- \
+  data prepare linkdir/dangling.txt --output x
 expect_error "a bad --format is named" "--format=csv: expected text or jsonl" -- data prepare corpus --output x --format csv
 
 # 5. JSONL: documents from the field, each after the document token; a bad line is named

@@ -237,5 +237,29 @@ TEST(CliApiAnswer, StatusCommandExitsBadAnswerOnAForeignServer) {
   ::unsetenv("ELASTRAIN_TOKEN");
 }
 
+// --head URL1,URL2 (issue 36): blanks and empty entries are dropped, one URL stays one.
+TEST(CliApiAnswer, AHeadListSplitsOnCommas) {
+  EXPECT_EQ(HeadUrls("http://a:1"), std::vector<std::string>{"http://a:1"});
+  EXPECT_EQ(HeadUrls(" http://a:1 ,,http://b:2, "), (std::vector<std::string>{"http://a:1", "http://b:2"}));
+  EXPECT_TRUE(HeadUrls("").empty());
+  EXPECT_TRUE(HeadUrls(" , ,").empty());
+}
+
+// Several heads, none answering: one error naming the list, after each was tried.
+TEST(CliApiAnswer, AHeadListOfUnreachableHeadsNamesThemAll) {
+  ApiTarget t;
+  t.url = "http://127.0.0.1:1,http://127.0.0.1:2";
+  t.token = "x";
+  auto r = CallApi(t, "", "GET", "/api/v1/job");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(r.status().message().find("no head of http://127.0.0.1:1,http://127.0.0.1:2 answered"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("127.0.0.1:2"), std::string::npos);
+  // A list entry that is no URL is refused, not tried.
+  t.url = "http://127.0.0.1:1,ftp://x";
+  EXPECT_EQ(CallApi(t, "", "GET", "/api/v1/job").status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace elastrain

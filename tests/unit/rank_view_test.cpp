@@ -122,6 +122,24 @@ struct StoreJob {
   }
 };
 
+// The leading head (issue 36) from keys::Head(); a record there that does not parse (any
+// store writer) shows no leader and does not fail the status.
+TEST(RankStatus, TheLeaderComesFromTheHeadKeyAndAHostileOneIsIgnored) {
+  StoreJob job(1);
+  HeadRecord head;
+  head.id = "h2:4242";
+  head.url = "http://10.0.0.2:8080";
+  ASSERT_TRUE(job.store->Put(keys::Head(), ToJson(head)).ok());
+  json j = job.Status();
+  EXPECT_EQ(j["leader"], "h2:4242");
+  EXPECT_EQ(j["leader_url"], "http://10.0.0.2:8080");
+  for (const char* hostile : {"not json", "[1,2]", "{\"id\": 12, \"pid\": \"x\"}", "{\"pid\": 1e300}"}) {
+    ASSERT_TRUE(job.store->Put(keys::Head(), hostile).ok());
+    j = job.Status();
+    EXPECT_EQ(j["leader"], "") << hostile;
+  }
+}
+
 TEST(RankStatus, EachRankCarriesItsAnatomyAndLastCollective) {
   StoreJob job(3);
   for (int r = 0; r < 3; ++r) {
