@@ -3,7 +3,7 @@
 # tests/cluster/: source after tests/integration/lib.sh and netns_lib.sh, then
 #   net_setup store h1 h2; host_etcd store
 #   start_head store                   # HEAD=http://IP:8080, the head inside `store`
-#   start_agent h1                     # 2 slots, lease $LEASE (default 3 s), id h1-1, h1-2, ...
+#   start_agent h1                     # $AGENT_SLOTS slots (2), lease $LEASE (default 3 s), id h1-1, h1-2, ...
 #   submit_job NAME key=value ...      # RUN=$WORK/runs/NAME; fails the test if refused
 #   field world; run_step; wait_until 60 at_step 20; check_one_line_per_step $STEPS
 LEASE=${LEASE:-3}
@@ -26,12 +26,12 @@ start_head() {
 HEAD_KEY=$WORK/head_signing_key
 head_key_ready() { wait_until 30 test -s "$HEAD_KEY.pub" || fail "no $HEAD_KEY.pub: start the head first"; }
 
-# start_agent H: a fresh agent of 2 slots inside H (a new id each time, as after a reboot);
+# start_agent H: a fresh agent of AGENT_SLOTS (2) slots inside H (a new id each time, as after a reboot);
 # its log is $WORK/agent_H_N.log.
 start_agent() {
   AGENT_N[$1]=$((${AGENT_N[$1]:-0} + 1))
   head_key_ready
-  host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots 2 \
+  host_bg "$1" "$WORK/agent_$1_${AGENT_N[$1]}.log" "$BIN" agent --store "$NET_ETCD_URL" --insecure-store --slots "${AGENT_SLOTS:-2}" \
     --id "$1-${AGENT_N[$1]}" --host-name "$1" --address "$(host_ip "$1")" --lease-seconds "$LEASE" \
     --head-public-key "$HEAD_KEY.pub"
 }

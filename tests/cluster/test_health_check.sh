@@ -13,7 +13,7 @@ source "$(dirname "$0")/../integration/lib.sh"
 source "$SRC/tests/cluster/netns_lib.sh"
 source "$SRC/tests/cluster/job_lib.sh"
 EXPECT_STRAGGLERS=1
-COOLDOWN=40
+COOLDOWN=30
 net_setup store h1 h2
 host_etcd store
 start_head store
@@ -82,7 +82,7 @@ done
 awk -v u="$excluded_until" -v now="$(date +%s.%N)" 'BEGIN { exit !(u > now) }' &&
   pass "the new head keeps h2 excluded (for $(awk -v u="$excluded_until" -v now="$(date +%s.%N)" 'BEGIN { printf "%.0f", u - now }') s more)" ||
   fail "h2's exclusion after the head restart: excluded_until '$excluded_until'"
-sleep 5
+sleep 4
 [ "$(field world)" = 2 ] && ! grep '"event":"generation_started"' "$RUN/events.jsonl" | awk -v g="$excluded_gen" \
   'match($0, /"generation":[0-9]+/) && substr($0, RSTART + 13, RLENGTH - 13) + 0 > g' | grep -q '"host":"h2"' &&
   pass "h2 not planned during its cool-down" || fail "h2 planned during its cool-down: world $(field world)"

@@ -31,7 +31,7 @@ bg_track $!
 wait_until 30 grep -q "runs elastrain's trainer and $WORK/allowed; job paths within $WORK/runs" "$WORK/h1.log" &&
   pass "the agent says what it admits: $(grep -o "agent h1: runs.*" "$WORK/h1.log")" || fail "agent: $(tail -3 "$WORK/h1.log")"
 common=(model_name=tiny num_workers=1 threads_per_worker=1 steps=20 log_period=1 eval_interval=0
-        resource_wait_timeout=8 max_failures=3)
+        resource_wait_timeout=3 max_failures=3)
 # ended RUN_NAME PATTERN: the job of RUN_NAME ended FAILED, its reason matching PATTERN.
 ended_with() {
   local out

@@ -1,7 +1,8 @@
 # Issue 33, "no lock-out without a token": an attacker without the token holds 100 slow
 # connections (one header byte every 3 s) and 2,000 idle ones against an `elastrain head`
 # (--store memory://, run under `ulimit -n 1024`, the common default), reopening every
-# connection the server closes; for LOCKOUT_SECONDS (60) an authenticated
+# connection the server closes; for LOCKOUT_SECONDS (25 in the suite, two and a half of the
+# server's 10 s request deadlines; issue 33's figure is LOCKOUT_SECONDS=60) an authenticated
 # `elastrain status` runs every second and must answer within 1 s every time (and a curl
 # with the token, the server's own time). Then the same against the API of an embedded
 # `elastrain train` for LOCKOUT_TRAIN_SECONDS (10). Before the accept gate
@@ -9,7 +10,7 @@
 # ~1,000 idle ones took the server's descriptors. Also: a request line with terminal
 # escape sequences is logged escaped, with its peer address, on its 400.
 source "$(dirname "$0")/lib.sh"
-DURATION=${LOCKOUT_SECONDS:-60}
+DURATION=${LOCKOUT_SECONDS:-25}
 TRAIN_DURATION=${LOCKOUT_TRAIN_SECONDS:-10}
 IDLE=${LOCKOUT_IDLE:-2000}
 SLOW=${LOCKOUT_SLOW:-100}

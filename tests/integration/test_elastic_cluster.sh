@@ -56,7 +56,7 @@ start_agent h1
 run=runs/cluster
 # Enough steps that the job is still training when the head is killed, after the host
 # loss, the fourth agent and the fencing checks (`tiny` runs ~20 steps/s on 3 workers).
-STEPS=800
+STEPS=500
 out=$("$BIN" submit --head "$HEAD" model_name=tiny hardware_peak_tflops=1 num_workers=2:4 threads_per_worker=1 steps=$STEPS log_period=1 \
   eval_interval=0 checkpoint_period=15 resource_wait_timeout=120 worker_heartbeat_timeout=20 \
   base_output_directory="$WORK/runs" run_name=cluster 2>&1) && pass "submit: $out" || fail "submit: $out"

@@ -1,10 +1,11 @@
 # Issue 33, Gloo ports: a second local user connects to every TCP port the workers of an
 # embedded job listen on, and sends a sequence number and random bytes, again and again
-# for ATTACK_SECONDS (60 by default). The job must lose no generation: no
-# generation_failed, no worker_failed, one generation, steps made. On main (before the
-# connection guard, comm/gloo_guard.h) the attacker took Gloo pairs and failed generations.
+# for ATTACK_SECONDS (25 in the suite; issue 33's figure is ATTACK_SECONDS=60). The job
+# must lose no generation: no generation_failed, no worker_failed, one generation, steps
+# made. On main (before the connection guard, comm/gloo_guard.h) the attacker took Gloo
+# pairs and failed generations.
 source "$(dirname "$0")/lib.sh"
-ATTACK_SECONDS=${ATTACK_SECONDS:-60}
+ATTACK_SECONDS=${ATTACK_SECONDS:-25}
 WORKERS=${WORKERS:-4}
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root to create a second local user"; exit 77; }
 ATTACKER="elg$$"
