@@ -24,14 +24,13 @@ rc=0
 wait $job || rc=$?
 # A run that took far longer than usual (a few seconds) passes if its checks hold, but says
 # where the time went: once in a clean-clone ctest run it took 64 s, with a generation 1 of
-# 4 workers (the replacement ready in time), and did not happen again in 6 runs under load.
+# 4 workers (the replacement ready in time); once more in 23 later runs (62 s, seen as this
+# note began: its few events end before the 60 s), not in the others.
 took=$(awk -v k="$killed" -v n="$(now)" 'BEGIN { printf "%.0f", n - k }')
 if [ "$took" -gt "${NOTE_AFTER:-30}" ]; then
   echo "    note: the job ended $took s after the kill; its events (seconds after the kill):"
-  while IFS= read -r line; do
-    t=$(grep -o '"time":[0-9.]*' <<<"$line" | head -1 | cut -d: -f2)
-    awk -v k="$killed" -v t="${t:-0}" -v l="$(cut -c1-150 <<<"$line")" 'BEGIN { printf "      %8.2f %s\n", t - k, l }'
-  done < <(tail -25 $run/events.jsonl)
+  tail -40 $run/events.jsonl | awk -v k="$killed" '{ t = match($0, /"time":[0-9.]+/) ? substr($0, RSTART + 7, RLENGTH - 7) : k
+    printf "      %8.2f %s\n", t - k, substr($0, 1, 150) }'
   tail -5 "$WORK/err" | sed 's/^/      err: /'
 fi
 [ "$rc" -eq 0 ] && pass "the job completed (exit 0) after SIGKILL of rank 1 (pid $pid)" || fail "exit $rc: $(tail -3 "$WORK/err")"
