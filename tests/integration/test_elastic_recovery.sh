@@ -25,7 +25,7 @@ wait $job || rc=$?
 # A run that took far longer than usual (a few seconds) passes if its checks hold, but says
 # where the time went: once in a clean-clone ctest run it took 64 s, with a generation 1 of
 # 4 workers (the replacement ready in time); once more in 23 later runs (62 s, seen as this
-# note began: its few events end before the 60 s), not in the others.
+# note began: fewer events than a normal run has, not kept), not in the others.
 took=$(awk -v k="$killed" -v n="$(now)" 'BEGIN { printf "%.0f", n - k }')
 if [ "$took" -gt "${NOTE_AFTER:-30}" ]; then
   echo "    note: the job ended $took s after the kill; its events (seconds after the kill):"
