@@ -43,16 +43,22 @@ expect_error() {
   pass "$name (exit $rc): $out"
 }
 
-# wait_until SECONDS COMMAND...: runs COMMAND every 0.05 s until it succeeds (then true)
-# or SECONDS pass (then false). Tests wait on a condition with a generous deadline, never
-# a fixed sleep or a count of short polls: a loaded machine may be many times slower
-# than an idle one, and the deadline only catches a hang.
+# poll_pause N: the pause after the Nth look at a condition that did not hold yet: 0.05 s
+# for the first 10, then 0.25 s. A look starts processes (`elastrain status` and
+# json_query: 40-90 ms of CPU each here), taken from the job being waited for: polled
+# every 0.05 s for minutes, they held about half a core.
+poll_pause() { if [ "$1" -lt 10 ]; then sleep 0.05; else sleep 0.25; fi; }
+
+# wait_until SECONDS COMMAND...: runs COMMAND (poll_pause apart) until it succeeds (then
+# true) or SECONDS pass (then false). Tests wait on a condition with a generous deadline,
+# never a fixed sleep or a count of short polls: a loaded machine may be many times
+# slower than an idle one, and the deadline only catches a hang.
 wait_until() {
-  local deadline=$((SECONDS + $1))
+  local deadline=$((SECONDS + $1)) n=0
   shift
   until "$@"; do
     [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.05
+    poll_pause $((n++))
   done
 }
 
@@ -122,10 +128,10 @@ last_step() {
 # wait_step RUN_DIR N [SECONDS]: waits until step N is logged (needs log_period=1); false
 # after SECONDS (default 120).
 wait_step() {
-  local deadline=$((SECONDS + ${3:-120}))
+  local deadline=$((SECONDS + ${3:-120})) n=0
   while [ "$(last_step "$1")" -lt "$2" ]; do
     [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.05
+    poll_pause $((n++))
   done
 }
 # ev RUN_DIR EVENT FIELD [K=V ...]: FIELD of each EVENT in events.jsonl (whose fields K equal V).
@@ -136,11 +142,11 @@ ev() {
 }
 # wait_ev RUN_DIR EVENT [SECONDS] [K=V ...]: waits until EVENT appears.
 wait_ev() {
-  local run=$1 event=$2 deadline=$((SECONDS + ${3:-60}))
+  local run=$1 event=$2 deadline=$((SECONDS + ${3:-60})) n=0
   shift 3 || shift $#
   until [ -n "$(ev "$run" "$event" time "$@")" ]; do
     [ $SECONDS -ge $deadline ] && return 1
-    sleep 0.05
+    poll_pause $((n++))
   done
 }
 # rank_pid RUN_DIR RANK: the pid of a rank of the running generation (elastrain status).
