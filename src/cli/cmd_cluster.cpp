@@ -7,8 +7,7 @@
 //   elastrain submit [--head URL] [--wait] [CONFIG.yml] [key=value ...] [-- PROGRAM ARGS]
 //   elastrain status [--head URL | --run-dir DIR] [--json]
 //   elastrain stop   [--head URL | --run-dir DIR]
-//   elastrain chaos  kill|hang --rank R | kill --hang --rank R | kill --host H  [--head URL | --run-dir DIR]
-//   elastrain chaos  slow --rank R --factor F [--seconds S] | unslow --rank R  [--head URL | --run-dir DIR]
+//   (elastrain chaos: cli/cmd_chaos.cpp)
 // (each job command also takes --token-file PATH and --ca-cert PATH)
 // The job commands talk to the controller's HTTP API (monitor/job_api.h): an
 // `elastrain head`, or the embedded `elastrain train`, whose URL is in <run>/head_url;
@@ -30,6 +29,7 @@
 #include "cli/api_client.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/job_flags.h"
 #include "cli/store_args.h"
 #include "common/dataset_path.h"
 #include "common/files.h"
@@ -56,51 +56,8 @@ namespace fs = std::filesystem;
 
 std::atomic<bool> g_stop{false};
 
-
-// The options every job command takes to reach the API (cli/api_client.h).
-struct ApiFlags {
-  std::string head, run_dir, token_file, ca_cert;
-  void Add(CLI::App& app) {
-    app.add_option("--head", head,
-                   "the head's URL, or several heads' URL1,URL2,... tried in turn (default: the one recorded in "
-                   "~/.elastrain/head_url)");
-    app.add_option("--run-dir", run_dir, "the run directory of an embedded `elastrain train` (its head_url and token)");
-    app.add_option("--token-file", token_file,
-                   "a file holding the API token, for --head (default: $ELASTRAIN_TOKEN, or ~/.elastrain/head_token "
-                   "for the head recorded beside it)");
-    app.add_option("--ca-cert", ca_cert, "PEM CA certificate that signed an https head's certificate "
-                                         "(default: $ELASTRAIN_CA_CERT, else the system's CAs)");
-  }
-  Result<ApiTarget> Target() const {
-    ApiTargetArgs a;
-    a.head = head;
-    a.run_dir = run_dir;
-    a.token_file = token_file;
-    if (const char* env = std::getenv("ELASTRAIN_TOKEN"); env) a.env_token = env;
-    a.default_token_file = DefaultHeadTokenPath();
-    return ResolveApiTarget(a);
-  }
-};
-
-// `--token T` is gone: argv is readable by every user of the machine (ps, /proc).
-Status RefuseTokenArgument(const std::vector<std::string>& args) {
-  for (const std::string& a : args)
-    if (a == "--token" || a.rfind("--token=", 0) == 0)
-      return Status::InvalidArgument("--token is not accepted (a command line is visible to every user in ps); put "
-                                     "the token in a file of mode 0600 and pass --token-file PATH, or set "
-                                     "ELASTRAIN_TOKEN; with --run-dir the run's own token is used");
-  return Status::OK();
-}
-
 void PrintStatus(const JobStatus& s) { std::fputs(FormatJobStatus(s).c_str(), stdout); }
 
-// How a job command fails after asking the API: an answer it could not read (a
-// Corruption of cli/api_client.h: not JSON, wrong types, missing fields) exits
-// kExitBadAnswer; anything else as FailCommand.
-int FailApiCall(const std::string& command, const Status& st) {
-  const int rc = FailCommand(command, st);
-  return st.code() == StatusCode::kCorruption ? kExitBadAnswer : rc;
-}
 
 }  // namespace
 
@@ -407,104 +364,6 @@ int RunStopCommand(const std::vector<std::string>& args) {
   auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/stop");
   if (!st.ok()) return FailApiCall("stop", st.status());
   std::printf("stop requested: the job saves a checkpoint after its current step and ends STOPPED\n");
-  return kExitSuccess;
-}
-
-namespace {
-
-// `chaos ACTION --help`: that action's own page, its flags only (the parser below takes
-// them all and says which goes with which).
-int PrintChaosActionHelp(const std::string& action) {
-  struct Page {
-    const char* action;
-    const char* what;
-  };
-  static constexpr Page kPages[] = {
-      {"kill", "SIGKILL a rank's worker (--rank R: a failure the job recovers from), or lose a whole host, its "
-               "agent and workers (--host H, cluster mode); with --hang, SIGSTOP instead, as `chaos hang`"},
-      {"hang", "SIGSTOP a rank's worker: its heartbeats stop, the job finds it hung and recovers"},
-      {"slow", "throttle a rank's CPU: it runs --factor times slower (a gray failure) for --seconds, or until "
-               "`chaos unslow`"},
-      {"unslow", "undo a `chaos slow` of a rank"},
-  };
-  const Page* page = nullptr;
-  for (const Page& p : kPages)
-    if (action == p.action) page = &p;
-  if (page == nullptr) return -1;
-  CLI::App app{fmt::format("elastrain chaos {}: {} (docs/faults.md)", action, page->what)};
-  app.name("elastrain chaos " + action);
-  std::string str;
-  int rank = -1;
-  bool flag = false;
-  double number = 0;
-  app.add_option("--rank", rank, "the rank of the current generation")->required(action != "kill");
-  if (action == "kill") {
-    app.add_option("--host", str, "a whole host, its agent and workers (cluster mode); instead of --rank");
-    app.add_flag("--hang", flag, "stop the rank (SIGSTOP) instead, as `chaos hang`");
-  }
-  if (action == "slow") {
-    app.add_option("--factor", number, "the rank runs this many times slower, in (1, 100]")->required();
-    app.add_option("--seconds", number, "unslowed after this long (default 0: until `chaos unslow`)");
-  }
-  ApiFlags api;
-  api.Add(app);
-  std::printf("%s", app.help().c_str());
-  return kExitSuccess;
-}
-
-}  // namespace
-
-int RunChaosCommand(const std::vector<std::string>& args) {
-  const bool help = std::find(args.begin(), args.end(), "--help") != args.end() ||
-                    std::find(args.begin(), args.end(), "-h") != args.end();
-  if (help)  // an action named anywhere (`chaos --rank 1 kill --help` too): its own page
-    for (const std::string& a : args)
-      if (int rc = PrintChaosActionHelp(a); rc >= 0) return rc;
-  CLI::App app{"elastrain chaos: rehearse a failure of a running job (every way to inject one: docs/faults.md)"};
-  ApiFlags api;
-  std::string action, host;
-  int rank = -1;
-  bool hang = false;
-  double factor = 0, seconds = 0;
-  if (Status st = RefuseTokenArgument(args); !st.ok()) return FailCommand("chaos", st);
-  app.add_option("action", action, "kill (SIGKILL) | hang (SIGSTOP) | slow (throttle its CPU) | unslow")
-      ->required()
-      ->check(CLI::IsMember({"kill", "hang", "slow", "unslow"}));
-  app.add_flag("--hang", hang, "with kill: stop the rank (SIGSTOP) instead, as `chaos hang`");
-  app.add_option("--rank", rank, "the rank of the current generation");
-  app.add_option("--host", host, "kill: a whole host, its agent and workers (cluster mode)");
-  app.add_option("--factor", factor, "slow: the rank runs this many times slower, in (1, 100]");
-  app.add_option("--seconds", seconds, "slow: unslowed after this long (default 0: until `chaos unslow`)");
-  api.Add(app);
-  if (int rc = ParseArgs(app, "chaos", args); rc >= 0) return rc;
-  if (hang) action = Name(CommandAction::kHang);
-  if ((rank < 0) == host.empty())
-    return FailCommand("chaos", Status::InvalidArgument("expected one of --rank R or --host H"));
-  const auto parsed = Parse<CommandAction>(action);  // checked above
-  if (!host.empty() && (!parsed.ok() || parsed.value() != CommandAction::kKill))
-    return FailCommand("chaos", Status::InvalidArgument("--host goes with kill (a lost host), not " + action));
-  const bool slow = parsed.ok() && parsed.value() == CommandAction::kSlow;
-  if (slow && !(factor > 1 && factor <= kMaxSlowFactor))
-    return FailCommand("chaos", Status::InvalidArgument(fmt::format(
-                                    "slow --factor {}: expected a number in (1, {}] (how many times slower)", factor,
-                                    kMaxSlowFactor)));
-  if (slow && !(seconds >= 0 && seconds <= kMaxSlowSeconds))
-    return FailCommand("chaos", Status::InvalidArgument(fmt::format(
-                                    "slow --seconds {}: expected 0 (until unslow) to {}", seconds, kMaxSlowSeconds)));
-  if (!slow && (factor != 0 || seconds != 0))
-    return FailCommand("chaos", Status::InvalidArgument("--factor and --seconds go with slow, not " + action));
-  auto target = api.Target();
-  if (!target.ok()) return FailCommand("chaos", target.status());
-  nlohmann::json body = {{"action", host.empty() ? action : Name(CommandAction::kHost)}, {"rank", rank}, {"host", host}};
-  if (slow) {
-    body["factor"] = factor;
-    body["seconds"] = seconds;
-  }
-  auto st = CallApi(target.value(), CaCertFrom(api.ca_cert), "POST", "/api/v1/chaos", body);
-  if (!st.ok()) return FailApiCall("chaos", st.status());
-  std::string what = host.empty() ? fmt::format("rank {}", rank) : host;
-  if (slow) what += fmt::format(" by {}x{}", factor, seconds > 0 ? fmt::format(" for {}s", seconds) : std::string());
-  std::printf("chaos: %s %s\n", action.c_str(), what.c_str());
   return kExitSuccess;
 }
 

@@ -354,6 +354,17 @@ void AgentMachine::On(const CommandSeen& in, double now, Actions* out) {
     case CommandAction::kUnslow:
       out->push_back(UnslowWorker{w.rec.id});
       break;
+    case CommandAction::kPreempt:  // chaos: one worker's spot capacity reclaimed, with notice
+      if (!(c.seconds >= 0 && c.seconds <= kMaxSlowSeconds)) {
+        LOG_WARN("agent {}: refused preempt of {}: seconds {} (expected 0 to {})", opt_.id, Describe(w), c.seconds,
+                 kMaxSlowSeconds);
+        break;
+      }
+      if (w.leave_by > 0) break;  // already leaving
+      w.leave_by = now + settings_.preemption_notice;
+      w.slot_returns_after = c.seconds;
+      out->push_back(SignalWorker{w.rec.id, w.rec.pid, SIGTERM, "chaos: preemption notice"});
+      break;
     case CommandAction::kCheckHealth: break;  // above
   }
 }
@@ -548,7 +559,8 @@ void AgentMachine::On(const WorkerExited& in, double now, Actions* out) {
   Slot& s = slots_[r.slot];
   if (s.worker == r.id) s.worker.clear();
   if (r.exit_kind == ExitKind::kPreempted) {
-    s.gone = true;  // spot capacity reclaimed: this slot does not come back
+    s.gone = true;  // spot capacity reclaimed: this slot does not come back, but after a chaos preempt's seconds
+    s.returns_at = w.slot_returns_after > 0 && !preempting_ ? now + w.slot_returns_after : 0;
     Registration(out);
   } else if (!preempting_ && !job_over_ && !stopping_) {
     // A worker that never became ready backs off (a bad host or config); one that ran
@@ -563,6 +575,7 @@ void AgentMachine::On(const WorkerExited& in, double now, Actions* out) {
 void AgentMachine::On(const Tick&, double now, Actions* out) {
   CheckHealth(now, out);
   CheckDeadlines(now, out);
+  ReturnSlots(now, out);
   RespawnDue(now, out);
   ReportIfDue(now, out);
 }
@@ -598,7 +611,30 @@ void AgentMachine::CheckHealth(double now, Actions* out) {
   }
 }
 
+// Slots a chaos preempt took come back when their time is up (the capacity returned):
+// registered again, and filled by RespawnDue.
+void AgentMachine::ReturnSlots(double now, Actions* out) {
+  if (preempting_ || stopping_ || job_over_) return;
+  bool returned = false;
+  for (Slot& s : slots_) {
+    if (!s.gone || s.returns_at <= 0 || now < s.returns_at) continue;
+    s.gone = false;
+    s.returns_at = 0;
+    s.respawn_at = now;
+    s.backoff = 0;
+    returned = true;
+  }
+  if (!returned) return;
+  LOG_INFO("agent {}: preempted capacity returned: {} slots", opt_.id, LiveSlots());
+  Registration(out);
+  Urgent();
+}
+
 void AgentMachine::CheckDeadlines(double now, Actions* out) {
+  for (auto& [id, w] : workers_)
+    if (w.leave_by > 0 && now >= w.leave_by && !w.exited && w.kill_kind == ExitKind::kNone)
+      Kill(w, SIGKILL, ExitKind::kPreempted,
+           Describe(w) + " did not leave within preemption_notice_seconds of its notice; killed", out);
   if (drain_deadline_ > 0 && now >= drain_deadline_ && !drain_killed_) {
     drain_killed_ = true;
     for (auto& [id, w] : workers_) Kill(w, SIGKILL, ExitKind::kEnded, "", out);

@@ -210,9 +210,14 @@ class AgentMachine {
     // at most kAnatomyWindow; their medians are in rec (compute_seconds, wait_seconds).
     std::deque<std::pair<double, double>> timed;
     int64_t refused = 0;  // figures refused in its generation (logged: the first 3, then every 100th)
+    // chaos preempt: killed if still here then; its slot returns this long after it left
+    // (0: never).
+    double leave_by = 0;
+    double slot_returns_after = 0;
   };
   struct Slot {
     bool gone = false;  // its capacity was reclaimed (preemption)
+    double returns_at = 0;  // a gone slot's capacity comes back then (chaos preempt; 0: never)
     std::string worker;
     double respawn_at = 0;
     double backoff = 0;
@@ -256,6 +261,7 @@ class AgentMachine {
   void CheckHealth(double now, Actions* out);
   void CheckDeadlines(double now, Actions* out);
   void RespawnDue(double now, Actions* out);
+  void ReturnSlots(double now, Actions* out);
   // Whatever completes once workers are gone: a drain, a departure, the end of Run.
   void Settle(double now, Actions* out);
   void ReportIfDue(double now, Actions* out);

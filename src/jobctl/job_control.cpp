@@ -68,18 +68,23 @@ Status RequestChaos(Store& store, const std::string& action, int rank, const std
                     double factor, double seconds) {
   auto parsed = Parse<CommandAction>(action);
   if (!parsed.ok() || !IsChaosAction(parsed.value()))
-    return Status::InvalidArgument("chaos action '" + action + "': expected kill, hang, host, slow or unslow");
-  const bool slow = parsed.value() == CommandAction::kSlow;
+    return Status::InvalidArgument("chaos action '" + action +
+                                   "': expected kill, hang, host, slow, unslow or preempt");
+  const bool slow = parsed.value() == CommandAction::kSlow, preempt = parsed.value() == CommandAction::kPreempt;
   if (slow && !(factor > 1 && factor <= kMaxSlowFactor))
     return Status::InvalidArgument(fmt::format("chaos slow: factor {}: expected a number in (1, {}]", factor,
                                                kMaxSlowFactor));
   if (slow && !(seconds >= 0 && seconds <= kMaxSlowSeconds))
     return Status::InvalidArgument(fmt::format("chaos slow: seconds {}: expected 0 (until unslow) to {}", seconds,
                                                kMaxSlowSeconds));
-  if (!slow && (factor != 0 || seconds != 0))
-    return Status::InvalidArgument("chaos " + action + ": only slow takes a factor and seconds");
-  if ((parsed.value() == CommandAction::kSlow || parsed.value() == CommandAction::kUnslow) && rank < 0)
-    return Status::InvalidArgument("chaos " + action + ": expected --rank R (a worker is slowed, not a host)");
+  if (preempt && !(seconds >= 0 && seconds <= kMaxSlowSeconds))
+    return Status::InvalidArgument(fmt::format(
+        "chaos preempt: seconds {}: expected 0 (the slot never returns) to {}", seconds, kMaxSlowSeconds));
+  if (!slow && factor != 0) return Status::InvalidArgument("chaos " + action + ": only slow takes a factor");
+  if (!slow && !preempt && seconds != 0)
+    return Status::InvalidArgument("chaos " + action + ": only slow and preempt take seconds");
+  if ((slow || preempt || parsed.value() == CommandAction::kUnslow) && rank < 0)
+    return Status::InvalidArgument("chaos " + action + ": expected --rank R (a worker's, not a host's)");
   ELASTRAIN_ASSIGN_OR_RETURN(JobView v, ReadJobView(store));
   AgentCommand cmd;
   cmd.action = parsed.value();

@@ -24,7 +24,8 @@ Status RequestJobStop(Store& store);
 // command there. InvalidArgument naming the rank or host when there is none;
 // `allow_host` false (embedded mode: one host, the job itself) refuses "host".
 // slow carries `factor` in (1, kMaxSlowFactor] and `seconds` in [0, kMaxSlowSeconds]
-// (wire/protocol.h; InvalidArgument naming the value otherwise); the other actions none.
+// (wire/protocol.h; InvalidArgument naming the value otherwise); preempt carries `seconds`
+// in [0, kMaxSlowSeconds] (when its slot returns; 0: never); the other actions neither.
 Status RequestChaos(Store& store, const std::string& action, int rank, const std::string& host, bool allow_host,
                     double factor = 0, double seconds = 0);
 

@@ -43,22 +43,30 @@ Result<SubmitRequest> ParseSubmitRequest(std::string_view body) {
 Result<ChaosRequest> ParseChaosRequest(std::string_view body) {
   constexpr std::string_view kWhat = "chaos",
                              kShape = "{\"action\": \"kill\"|\"hang\"|\"host\"|\"unslow\", \"rank\": R}, {\"action\": "
-                                      "\"slow\", \"rank\": R, \"factor\": F, \"seconds\": S} or {\"action\": \"host\", "
-                                      "\"host\": NAME}";
+                                      "\"slow\", \"rank\": R, \"factor\": F, \"seconds\": S}, {\"action\": \"preempt\", "
+                                      "\"rank\": R, \"seconds\": S} or {\"action\": \"host\", \"host\": NAME}";
   ELASTRAIN_ASSIGN_OR_RETURN(ChaosRequest r,
                              ParseBody<ChaosRequest>(body, kWhat, kShape, {.required = {"action"}, .reject_unknown = true}));
   const auto bad = [&](const std::string& what) {
     return Status::InvalidArgument(fmt::format("{}: {}; expected {}", kWhat, what, kShape));
   };
   if (auto a = Parse<CommandAction>(r.action); !a.ok() || !IsChaosAction(a.value()))
-    return bad(fmt::format("field 'action': '{}' is not a chaos action: expected kill, hang, host, slow or unslow",
+    return bad(fmt::format("field 'action': '{}' is not a chaos action: expected kill, hang, host, slow, unslow or "
+                           "preempt",
                            r.action.substr(0, 40)));
   if (r.rank < -1)
     return Status::InvalidArgument(
         fmt::format("{}: field 'rank': {} is out of range: expected a rank >= 0 (or -1: none)", kWhat, r.rank));
+  if (r.action == Name(CommandAction::kPreempt)) {
+    if (r.factor != 0) return bad("field 'factor': only slow takes a factor, not preempt");
+    if (!(r.seconds >= 0 && r.seconds <= kMaxSlowSeconds))
+      return bad(fmt::format("field 'seconds': {} is out of range: expected 0 (the slot never returns) to {}",
+                             r.seconds, kMaxSlowSeconds));
+    return r;
+  }
   if (r.action != Name(CommandAction::kSlow)) {
     if (r.factor != 0) return bad(fmt::format("field 'factor': only slow takes a factor, not {}", r.action));
-    if (r.seconds != 0) return bad(fmt::format("field 'seconds': only slow takes seconds, not {}", r.action));
+    if (r.seconds != 0) return bad(fmt::format("field 'seconds': only slow and preempt take seconds, not {}", r.action));
     return r;
   }
   if (r.factor == 0) return bad(fmt::format("field 'factor': missing: slow needs a factor in (1, {}]", kMaxSlowFactor));

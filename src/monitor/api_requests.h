@@ -26,10 +26,10 @@ struct SubmitRequest {
 };
 Result<SubmitRequest> ParseSubmitRequest(std::string_view body);
 
-// POST /api/v1/chaos: {"action": "kill"|"hang"|"host"|"slow"|"unslow", "rank": R, "host":
-// NAME, "factor": F, "seconds": S}. factor and seconds go with slow only: factor in
-// (1, kMaxSlowFactor] (required), seconds in [0, kMaxSlowSeconds] (0 or absent: until
-// unslow); wire/protocol.h.
+// POST /api/v1/chaos: {"action": "kill"|"hang"|"host"|"slow"|"unslow"|"preempt", "rank": R,
+// "host": NAME, "factor": F, "seconds": S}. factor goes with slow only, in (1,
+// kMaxSlowFactor] (required); seconds with slow (0 or absent: until unslow) and preempt
+// (when the slot returns; 0 or absent: never), in [0, kMaxSlowSeconds]; wire/protocol.h.
 struct ChaosRequest {
   std::string action;  // required
   int rank = -1;       // a rank of the current generation; -1 (or absent): none

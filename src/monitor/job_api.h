@@ -11,9 +11,10 @@
 //                          naming the key when the config does not load, 409 when a job runs
 //   POST /api/v1/stop      ask the running job to save and stop (body: none or {})
 //   POST /api/v1/chaos     {"action": "kill"|"hang"|"host"|"unslow", "rank": R}, {"action":
-//                          "slow", "rank": R, "factor": F, "seconds": S} or {"action":
-//                          "host", "host": NAME}: rehearse a failure (400 naming the field
-//                          of a bad body: factor in (1, 100], seconds 0..604800)
+//                          "slow", "rank": R, "factor": F, "seconds": S}, {"action":
+//                          "preempt", "rank": R, "seconds": S} or {"action": "host", "host":
+//                          NAME}: rehearse a failure (400 naming the field of a bad body:
+//                          factor in (1, 100], seconds 0..604800)
 // (request bodies: monitor/api_requests.h)
 //
 // Every request but GET / (and GET /metrics with metrics_without_token) needs

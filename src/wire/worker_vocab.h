@@ -65,14 +65,17 @@ enum class RestoreKind { kCheckpoint, kMemory, kPeers };
 //   terminate: SIGKILL a straggler the controller gave up on (exit kind ended)
 //   hung:      SIGKILL a worker that made no step progress (exit kind hung)
 // slow/unslow: throttle a worker's CPU by AgentCommand::factor (chaos slow, issue 32);
+// preempt:   a preemption notice to one worker (SIGTERM: it saves and leaves within
+//            preemption_notice_seconds); its slot is gone, and comes back after
+//            AgentCommand::seconds (0: never) -- spot capacity reclaimed, then returned;
 // check_health: run the host's health check now and write its HealthRecord (before a
 // host excluded for a gray failure is re-admitted).
-enum class CommandAction { kKill, kHang, kHost, kTerminate, kHung, kSlow, kUnslow, kCheckHealth };
+enum class CommandAction { kKill, kHang, kHost, kTerminate, kHung, kSlow, kUnslow, kCheckHealth, kPreempt };
 
-// kill, hang, host, slow and unslow: what `elastrain chaos` may ask for.
+// kill, hang, host, slow, unslow and preempt: what `elastrain chaos` may ask for.
 inline bool IsChaosAction(CommandAction a) {
   return a == CommandAction::kKill || a == CommandAction::kHang || a == CommandAction::kHost ||
-         a == CommandAction::kSlow || a == CommandAction::kUnslow;
+         a == CommandAction::kSlow || a == CommandAction::kUnslow || a == CommandAction::kPreempt;
 }
 
 // One table per enum: the words on the wire, and what a parse error lists. kNone's word
@@ -114,7 +117,7 @@ inline constexpr std::array<Choice<RestoreKind>, 3> kRestoreKindChoices = {{
     {"memory", RestoreKind::kMemory},
     {"peers", RestoreKind::kPeers},
 }};
-inline constexpr std::array<Choice<CommandAction>, 8> kCommandActionChoices = {{
+inline constexpr std::array<Choice<CommandAction>, 9> kCommandActionChoices = {{
     {"kill", CommandAction::kKill},
     {"hang", CommandAction::kHang},
     {"host", CommandAction::kHost},
@@ -123,6 +126,7 @@ inline constexpr std::array<Choice<CommandAction>, 8> kCommandActionChoices = {{
     {"slow", CommandAction::kSlow},
     {"unslow", CommandAction::kUnslow},
     {"check_health", CommandAction::kCheckHealth},
+    {"preempt", CommandAction::kPreempt},
 }};
 
 // The word of a value (its table's).

@@ -19,6 +19,7 @@
 
 #include "elastic/agent_machine.h"
 #include "elastic/cpu_throttle.h"
+#include "wire/exit_codes.h"
 
 namespace elastrain {
 namespace {
@@ -376,6 +377,45 @@ TEST_F(AgentChaosThrottle, ASlowCommandOutOfRangeOrForAnotherWorkerDoesNothing) 
   AgentCommand other{CommandAction::kSlow, "a1-w0", now_, "job2"};
   other.factor = 2;
   EXPECT_TRUE(All<SlowWorker>(m_.Step(CommandSeen{other}, now_)).empty()) << "another job's command";
+}
+
+// chaos preempt (issue 37): a notice to one worker; its slot is gone until the capacity
+// returns after the command's seconds, and a worker that ignores the notice is killed
+// when preemption_notice_seconds (15 here) are up.
+TEST_F(AgentChaosThrottle, PreemptGivesANoticeAndTheSlotReturnsAfterItsSeconds) {
+  auto notice = All<SignalWorker>(Command(CommandAction::kPreempt, "a1-w1", 0, 60));
+  ASSERT_EQ(notice.size(), 1u);
+  EXPECT_EQ(notice[0].pid, 101);
+  EXPECT_EQ(notice[0].signal, SIGTERM);
+  EXPECT_TRUE(All<SignalWorker>(Command(CommandAction::kPreempt, "a1-w1", 0, 60)).empty()) << "already leaving";
+  auto left = m_.Step(WorkerExited{"a1-w1", ProcessExit{false, kExitPreempted}}, now_ + 2);
+  EXPECT_EQ(m_.Worker("a1-w1")->exit_kind, ExitKind::kPreempted);
+  EXPECT_EQ(m_.LiveSlots(), 1);
+  auto reg = All<UpdateRegistration>(left);
+  ASSERT_EQ(reg.size(), 1u);
+  EXPECT_EQ(reg[0].slots, 1);
+  EXPECT_TRUE(All<SpawnWorker>(m_.Step(Tick{}, now_ + 61)).empty()) << "59 s after it left: still gone";
+  auto back = m_.Step(Tick{}, now_ + 63);
+  EXPECT_EQ(m_.LiveSlots(), 2);
+  ASSERT_EQ(All<UpdateRegistration>(back).size(), 1u);
+  EXPECT_EQ(All<UpdateRegistration>(back)[0].slots, 2);
+  ASSERT_EQ(All<SpawnWorker>(back).size(), 1u) << "the returned slot is filled";
+  EXPECT_EQ(All<SpawnWorker>(back)[0].slot, 1);
+}
+
+TEST_F(AgentChaosThrottle, APreemptWithoutSecondsTakesTheSlotForGoodAndAnIgnoredNoticeEndsInAKill) {
+  ASSERT_EQ(All<SignalWorker>(Command(CommandAction::kPreempt, "a1-w0")).size(), 1u);
+  EXPECT_TRUE(All<SignalWorker>(m_.Step(Tick{}, now_ + 14)).empty()) << "within its notice";
+  auto kill = All<SignalWorker>(m_.Step(Tick{}, now_ + 16));
+  ASSERT_EQ(kill.size(), 1u);
+  EXPECT_EQ(kill[0].signal, SIGKILL);
+  m_.Step(WorkerExited{"a1-w0", ProcessExit{true, SIGKILL}}, now_ + 16);
+  EXPECT_EQ(m_.Worker("a1-w0")->exit_kind, ExitKind::kPreempted);
+  EXPECT_EQ(m_.LiveSlots(), 1);
+  EXPECT_TRUE(All<SpawnWorker>(m_.Step(Tick{}, now_ + 1e6)).empty()) << "never returns";
+  EXPECT_EQ(m_.LiveSlots(), 1);
+  for (double s : {-1.0, 1e9, std::nan("")})
+    EXPECT_TRUE(All<SignalWorker>(Command(CommandAction::kPreempt, "a1-w1", 0, s)).empty()) << s;
 }
 
 TEST_F(AgentChaosThrottle, CheckHealthIsTheHostsNotAWorkers) {

@@ -41,6 +41,23 @@ TEST(ApiChaosSlow, SlowTakesAFactorAndSeconds) {
   EXPECT_EQ(un->rank, 3);
 }
 
+// Issue 37: a preemption notice to one rank, its slot back after `seconds` (0: never).
+TEST(ApiChaosSlow, PreemptTakesSecondsAndNoFactor) {
+  auto p = ParseChaosRequest(R"({"action": "preempt", "rank": 2, "seconds": 120})");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_DOUBLE_EQ(p->seconds, 120);
+  auto never = ParseChaosRequest(R"({"action": "preempt", "rank": 0})");
+  ASSERT_TRUE(never.ok()) << never.status().message();
+  EXPECT_DOUBLE_EQ(never->seconds, 0);
+  for (const char* bad : {R"({"action": "preempt", "rank": 1, "seconds": -1})",
+                          R"({"action": "preempt", "rank": 1, "seconds": 1e9})",
+                          R"({"action": "preempt", "rank": 1, "factor": 2})"}) {
+    auto r = ParseChaosRequest(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ApiChaosSlow, ABadBodyIsRefusedNamingTheField) {
   struct Case {
     std::string body, mentions;
@@ -57,7 +74,7 @@ TEST(ApiChaosSlow, ABadBodyIsRefusedNamingTheField) {
            {R"({"action": "slow", "rank": 1, "factor": 2, "seconds": 1e9})", "field 'seconds': 1000000000 is out of range"},
            {R"({"action": "slow", "rank": 1, "factor": 2, "seconds": "5"})", "'seconds': expected a number"},
            {R"({"action": "kill", "rank": 1, "factor": 2})", "field 'factor': only slow takes a factor"},
-           {R"({"action": "unslow", "rank": 1, "seconds": 3})", "field 'seconds': only slow takes seconds"},
+           {R"({"action": "unslow", "rank": 1, "seconds": 3})", "field 'seconds': only slow and preempt take seconds"},
            {R"({"action": "terminate", "rank": 1})", "field 'action': 'terminate' is not a chaos action"},
            {R"({"action": "check_health", "rank": 1})", "field 'action': 'check_health' is not a chaos action"},
            {R"({"action": "slow", "rank": 1, "factor": 2, "speed": 3})", "field 'speed': unknown"},

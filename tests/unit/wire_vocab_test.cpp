@@ -45,7 +45,8 @@ TEST(WireVocab, EveryWordRoundTrips) {
   ExpectRoundTrip(kRestoreKindChoices, {RestoreKind::kCheckpoint, RestoreKind::kMemory, RestoreKind::kPeers});
   ExpectRoundTrip(kCommandActionChoices, {CommandAction::kKill, CommandAction::kHang, CommandAction::kHost,
                                           CommandAction::kTerminate, CommandAction::kHung, CommandAction::kSlow,
-                                          CommandAction::kUnslow, CommandAction::kCheckHealth});
+                                          CommandAction::kUnslow, CommandAction::kCheckHealth,
+                                          CommandAction::kPreempt});
 }
 
 TEST(WireVocab, EveryJobStateRoundTrips) {
@@ -78,7 +79,7 @@ TEST(WireVocab, EveryTableRefusesAnUnknownWordWithItsList) {
   EXPECT_EQ(msg(Parse<ExitKind>("crash")), "exit kind 'crash': expected one of failure, preempted, hung, ended, success");
   EXPECT_EQ(msg(Parse<RestoreKind>("disk")), "restore kind 'disk': expected one of checkpoint, memory, peers");
   EXPECT_EQ(msg(Parse<CommandAction>("explode")),
-            "command action 'explode': expected one of kill, hang, host, terminate, hung, slow, unslow, check_health");
+            "command action 'explode': expected one of kill, hang, host, terminate, hung, slow, unslow, check_health, preempt");
   auto js = ParseJobState("running");
   EXPECT_EQ(js.status().code(), StatusCode::kCorruption);
   EXPECT_EQ(msg(js), "job state 'running': expected one of PENDING, RUNNING, RECOVERING, RESIZING, "
