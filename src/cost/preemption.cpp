@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cost/csv.h"
+#include "cost/failure_trace.h"
 
 namespace elastrain {
 
@@ -90,11 +91,23 @@ Result<std::vector<PreemptionEvent>> ParsePreemptionTrace(const std::string& tex
 }
 
 Result<std::vector<PreemptionEvent>> LoadPreemptionTrace(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("--trace {}: no such file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParsePreemptionTrace(ss.str(), path);
+  std::string text(kMaxTraceBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxTraceBytes)
+    return Status::InvalidArgument(fmt::format("--trace {}: more than {} bytes: expected a trace of at most that",
+                                               path, kMaxTraceBytes));
+  // A failure trace (chaos replay's, cost/failure_trace.h): its interruptions.
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  const bool failure_trace = first != std::string::npos &&
+                             (text[first] == '{' || text.find("time_seconds,event") != std::string::npos);
+  if (failure_trace) {
+    ELASTRAIN_ASSIGN_OR_RETURN(std::vector<TraceEvent> events, ParseFailureTrace(text, path));
+    return TraceInterruptions(events);
+  }
+  return ParsePreemptionTrace(text, path);
 }
 
 }  // namespace elastrain

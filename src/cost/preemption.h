@@ -63,6 +63,8 @@ struct PreemptionEvent {
 // CSV with header `timestamp_seconds,hosts_lost`, timestamps non-decreasing and >= 0,
 // hosts_lost >= 1. Errors name the file, line and column.
 Result<std::vector<PreemptionEvent>> ParsePreemptionTrace(const std::string& text, const std::string& origin);
+// LoadPreemptionTrace also reads a failure trace (cost/failure_trace.h, what `elastrain
+// chaos replay` replays): its kills, hangs, preemptions and host losses, one host each.
 Result<std::vector<PreemptionEvent>> LoadPreemptionTrace(const std::string& path);
 
 }  // namespace elastrain
