@@ -2,7 +2,8 @@
 //   elastrain chaos kill|hang --rank R | kill --hang --rank R | kill --host H   [--head URL | --run-dir DIR]
 //   elastrain chaos slow --rank R --factor F [--seconds S] | unslow --rank R    [--head URL | --run-dir DIR]
 //   elastrain chaos preempt --rank R [--seconds S]                              [--head URL | --run-dir DIR]
-//   elastrain chaos replay TRACE [--time-scale X] [--seed N] [--wait-seconds S] [--head URL | --run-dir DIR]
+//   elastrain chaos replay TRACE [--time-scale X] [--seed N] [--wait-seconds S] [--end-seconds T] [--stop-at-end]
+//                          [--head URL | --run-dir DIR]
 //   elastrain chaos trace [--duration S] [--rate R] [--bursty ...] [--mix kill:2,preempt:1] [--output FILE]
 // One action is one POST /api/v1/chaos; replay makes one per event of a failure trace
 // (cost/failure_trace.h) at its time; trace writes a synthetic one.
@@ -21,6 +22,7 @@
 #include "cli/job_flags.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/json.h"
 #include "cost/failure_trace.h"
 #include "wire/exit_codes.h"
 #include "wire/job_status.h"
@@ -145,7 +147,27 @@ struct ReplayOptions {
   double time_scale = 1;     // trace seconds per real second
   uint64_t seed = 1;         // draws the "any" targets
   double wait_seconds = 120; // for the job to run (first event) and between generations
+  double end_seconds = -1;   // trace time at which the replay ends (-1: its last event)
+  bool stop_at_end = false;  // then `elastrain stop` the job
 };
+
+// The job's goodput so far (GET /api/v1/goodput: every second since it was submitted in
+// one category, monitor/goodput.h), in lines.
+Result<std::string> GoodputLines(const ApiTarget& target, const std::string& ca) {
+  ELASTRAIN_ASSIGN_OR_RETURN(nlohmann::json g, CallApi(target, ca, "GET", "/api/v1/goodput"));
+  const double wall = LenientNumber(g, "wall_seconds");
+  std::string out = fmt::format("goodput of the job so far: {:.1f}% of {:.1f}s (worker-seconds {:.1f}, {} recoveries, "
+                                "{} steps redone)\n",
+                                100 * LenientNumber(g, "goodput"), wall, LenientNumber(g, "worker_seconds"),
+                                g.contains("recoveries") && g["recoveries"].is_array() ? g["recoveries"].size() : size_t{0},
+                                LenientInteger(g, "redone_steps", 0));
+  if (g.contains("seconds") && g["seconds"].is_object())
+    for (const char* c : {"productive", "redone", "recovery", "checkpoint", "waiting", "initialisation"}) {
+      const double v = LenientNumber(g["seconds"], c);
+      out += fmt::format("  {:<15} {:9.2f}s {:6.1f}%\n", c, v, wall > 0 ? 100 * v / wall : 0.0);
+    }
+  return out;
+}
 
 // The job's status, once it runs a generation (a recovery in progress is waited for,
 // up to `wait` seconds). nullopt with `*ended` set when the job is over.
@@ -222,6 +244,11 @@ int RunChaosReplay(const std::vector<std::string>& args) {
   app.add_option("--wait-seconds", o.wait_seconds,
                  "how long to wait for the job to run a generation, before the first event and during recoveries")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--end-seconds", o.end_seconds,
+                 "the trace time at which the replay ends (default: its last event); then the job's goodput so far "
+                 "is printed")
+      ->check(CLI::Range(0.0, kMaxTraceSeconds));
+  app.add_flag("--stop-at-end", o.stop_at_end, "then stop the job (it saves and ends STOPPED, as `elastrain stop`)");
   api.Add(app);
   if (int rc = ParseArgs(app, "chaos replay", args); rc >= 0) return rc;
   auto trace = LoadFailureTrace(path);
@@ -266,6 +293,18 @@ int RunChaosReplay(const std::vector<std::string>& args) {
     std::fflush(stdout);
   }
   std::printf("chaos replay: %zu of %zu events requested, %zu skipped\n", done, trace->size(), skipped);
+  if (ended) return kExitSuccess;
+  const double end = o.end_seconds >= 0 ? o.end_seconds : trace->empty() ? 0.0 : trace->back().time_seconds;
+  if (double wait = t0 + end / o.time_scale - MonotonicSeconds(); wait > 0)
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  auto lines = GoodputLines(target.value(), ca);
+  if (!lines.ok()) return FailApiCall("chaos replay", lines.status());
+  std::printf("chaos replay: ended at %gs of trace\n%s", end, lines->c_str());
+  if (o.stop_at_end) {
+    auto st = CallApi(target.value(), ca, "POST", "/api/v1/stop");
+    if (!st.ok()) return FailApiCall("chaos replay", st.status());
+    std::printf("chaos replay: stop requested\n");
+  }
   return kExitSuccess;
 }
 

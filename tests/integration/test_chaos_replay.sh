@@ -68,6 +68,9 @@ echo "$out" | sed 's/^/    /'
   && pass "all 4 events requested, each at its time" || fail "replay: $(tail -1 <<<"$out")"
 grep -q "preempt rank 1, its slot back in 6s: requested" <<<"$out" && pass "the preemption's return scaled: 30 s of trace, 6 s" \
   || fail "no scaled preempt in: $out"
+grep -qE "^goodput of the job so far: [0-9.]+% of [0-9.]+s" <<<"$out" && grep -qE "^  productive +[0-9.]+s" <<<"$out" \
+  && grep -qE "^  recovery +[0-9.]+s" <<<"$out" && pass "at the end, the job's goodput by category: $(grep '^goodput' <<<"$out")" \
+  || fail "no goodput at the end of the replay"
 wait_ev $run worker_hung 60 && pass "the hang was found: $(ev $run worker_hung reason | head -1 | cut -c1-100)" \
   || fail "no worker_hung"
 [ -n "$(ev $run worker_failed time)" ] && pass "the kill was a failure: $(ev $run worker_failed reason | head -1 | cut -c1-100)" \
