@@ -198,6 +198,7 @@ Result<nlohmann::json> RequestFor(const TraceEvent& e, const JobStatus& s, doubl
   if (e.action == TraceAction::kHostLoss) {
     std::string host = e.host;
     if (host == "any") {
+      if (s.ranks.empty()) return Status::FailedPrecondition("no host runs a rank");
       std::vector<std::string> hosts;
       for (const JobStatusRank& r : s.ranks)
         if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
@@ -205,6 +206,7 @@ Result<nlohmann::json> RequestFor(const TraceEvent& e, const JobStatus& s, doubl
     }
     return ChaosBody(CommandAction::kHost, -1, host, 0, 0);
   }
+  if (s.world < 1) return Status::FailedPrecondition("no rank runs");
   int rank = e.rank;
   if (rank == kAnyRank) rank = std::uniform_int_distribution<int>(0, s.world - 1)(rng);
   if (rank >= s.world)
@@ -311,7 +313,7 @@ int RunChaosReplay(const std::vector<std::string>& args) {
 // ---------------------------------------------------------------- trace
 int RunChaosTrace(const std::vector<std::string>& args) {
   CLI::App app{"elastrain chaos trace: write a synthetic failure trace (CSV) for `chaos replay` and "
-               "`cost simulate --failure-trace`"};
+               "`cost simulate --trace`"};
   app.name("elastrain chaos trace");
   TraceSpec s;
   std::string mix = "kill", output;

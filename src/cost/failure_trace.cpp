@@ -158,6 +158,24 @@ std::string Number(double v) { return fmt::format("{}", v); }
 
 }  // namespace
 
+bool IsFailureTraceText(const std::string& text) {
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    return line[first] == '{' || line.compare(first, 12, "time_seconds") == 0;
+  }
+  return false;
+}
+
+std::string ReadTraceBytes(std::istream& in) {
+  std::string text(kMaxTraceBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
 Result<std::vector<TraceEvent>> ParseFailureTrace(const std::string& text, const std::string& origin) {
   if (text.size() > kMaxTraceBytes)
     return Bad(origin, fmt::format("{} bytes: expected a trace of at most {} bytes", text.size(), kMaxTraceBytes));
@@ -169,10 +187,8 @@ Result<std::vector<TraceEvent>> ParseFailureTrace(const std::string& text, const
 Result<std::vector<TraceEvent>> LoadFailureTrace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("trace {}: cannot open it (expected a CSV or JSON trace file)", path));
-  std::string text(kMaxTraceBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  std::string text = ReadTraceBytes(in);
   if (in.bad()) return Status::IOError(fmt::format("trace {}: read failed", path));
-  text.resize(static_cast<size_t>(in.gcount()));
   return ParseFailureTrace(text, path);
 }
 

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@ constexpr size_t kMaxTraceBytes = 4u << 20;
 constexpr size_t kMaxTraceEvents = 100'000;
 constexpr double kMaxTraceSeconds = 366.0 * 24 * 3600;  // a year of history
 
+// Whether `text` is a failure trace rather than cost/preemption.h's older form: JSON, or
+// CSV whose first line that is neither blank nor a comment starts with time_seconds.
+bool IsFailureTraceText(const std::string& text);
+// Up to kMaxTraceBytes + 1 bytes of `in` (one more than a trace may have, so that the
+// parser refuses a larger file by its size without reading all of it).
+std::string ReadTraceBytes(std::istream& in);
 // Parses CSV (the header above) or JSON (text starting with '{'); `origin` names it.
 Result<std::vector<TraceEvent>> ParseFailureTrace(const std::string& text, const std::string& origin);
 // Reads PATH (at most kMaxTraceBytes) and parses it.

@@ -93,17 +93,11 @@ Result<std::vector<PreemptionEvent>> ParsePreemptionTrace(const std::string& tex
 Result<std::vector<PreemptionEvent>> LoadPreemptionTrace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(fmt::format("--trace {}: no such file", path));
-  std::string text(kMaxTraceBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  const std::string text = ReadTraceBytes(in);
   if (text.size() > kMaxTraceBytes)
     return Status::InvalidArgument(fmt::format("--trace {}: more than {} bytes: expected a trace of at most that",
                                                path, kMaxTraceBytes));
-  // A failure trace (chaos replay's, cost/failure_trace.h): its interruptions.
-  const size_t first = text.find_first_not_of(" \t\r\n");
-  const bool failure_trace = first != std::string::npos &&
-                             (text[first] == '{' || text.find("time_seconds,event") != std::string::npos);
-  if (failure_trace) {
+  if (IsFailureTraceText(text)) {  // chaos replay's (cost/failure_trace.h): its interruptions
     ELASTRAIN_ASSIGN_OR_RETURN(std::vector<TraceEvent> events, ParseFailureTrace(text, path));
     return TraceInterruptions(events);
   }

@@ -57,6 +57,14 @@ TEST(FailureTrace, TheCsvFormRoundTrips) {
   EXPECT_EQ(FailureTraceCsv(*b), text);
 }
 
+// cost simulate --trace tells the two forms apart by the first line that is not a comment.
+TEST(FailureTrace, AFailureTraceIsToldFromAPreemptionTraceByItsHeader) {
+  EXPECT_TRUE(IsFailureTraceText(kCsv));
+  EXPECT_TRUE(IsFailureTraceText("  {\"events\": []}"));
+  EXPECT_FALSE(IsFailureTraceText("# time_seconds,event: not this form\ntimestamp_seconds,hosts_lost\n10,1\n"));
+  EXPECT_FALSE(IsFailureTraceText(""));
+}
+
 TEST(FailureTrace, InterruptionsForTheSimulatorLeaveOutSlowdowns) {
   auto a = ParseFailureTrace(kCsv, "t.csv");
   ASSERT_TRUE(a.ok());
