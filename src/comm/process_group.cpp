@@ -1,16 +1,10 @@
 #include "comm/process_group.h"
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,6 +19,7 @@
 
 #include "comm/gloo_abort.h"
 #include "comm/gloo_guard.h"
+#include "comm/ring_collectives.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/signals.h"
@@ -69,11 +64,7 @@ bool MentionsTimeout(const std::string& what) {
   return lower.find("timeout") != std::string::npos || lower.find("timed out") != std::string::npos;
 }
 
-// A wait must never receive 0 ms: Gloo reads 0 as "no timeout" and would block forever.
-milliseconds Remaining(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-  return std::max(left, milliseconds(1));
-}
+using ring::Remaining;
 
 // Bounds every store call of connectFullMesh by one deadline, whatever timeout Gloo
 // passes. Needed because Gloo (2022) calls store.get() on peers' "rank_<i>" keys before
@@ -119,62 +110,6 @@ class DeadlineStore : public gloo::rendezvous::Store {
   const std::string addresses_key_;
 };
 
-template <typename T>
-void SumInto(void* c, const void* a, const void* b, size_t n) {
-  T* out = static_cast<T*>(c);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
-}
-
-template <typename T>
-void GlooAllReduceSum(const std::shared_ptr<gloo::Context>& ctx, T* data, size_t n,
-                      milliseconds timeout, uint32_t tag) {
-  gloo::AllreduceOptions opts(ctx);
-  opts.setOutput(data, n);
-  opts.setReduceFunction(&SumInto<T>);
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  gloo::allreduce(opts);
-}
-
-// Gloo's slot prefixes for its own collectives are small integers; ours is far from them
-// so that the ring below never matches a message of a Gloo collective.
-constexpr uint8_t kReduceScatterSlotPrefix = 0xE5;
-
-// Ring reduce-scatter over unbound buffers (Gloo 2022 has only a bound-buffer
-// halving-doubling version without per-call timeouts and with int counts).
-// in (n*m), out (m). At step s rank r sends its partial chunk (r-s-1) mod n to the
-// right and adds the left neighbour's partial chunk (r-s-2) mod n into its own; after
-// n-1 steps chunk r holds the full sum. Each rank moves (n-1)*m floats each way.
-void RingReduceScatterSum(const std::shared_ptr<gloo::Context>& ctx, const float* in,
-                          float* out, size_t m, milliseconds timeout, uint32_t tag) {
-  const int n = ctx->size;
-  const int r = ctx->rank;
-  const auto deadline = Clock::now() + timeout;
-  std::vector<float> work(in, in + static_cast<size_t>(n) * m);  // partial sums
-  std::vector<float> incoming(m);
-  auto work_buf = ctx->createUnboundBuffer(work.data(), work.size() * sizeof(float));
-  auto in_buf = ctx->createUnboundBuffer(incoming.data(), m * sizeof(float));
-  const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
-  const int right = (r + 1) % n;
-  const int left = (r + n - 1) % n;
-  const size_t bytes = m * sizeof(float);
-  for (int s = 0; s < n - 1; ++s) {
-    const size_t send_chunk = static_cast<size_t>((r - s - 1 + 2 * n) % n);
-    const size_t recv_chunk = static_cast<size_t>((r - s - 2 + 2 * n) % n);
-    work_buf->send(right, slot, send_chunk * bytes, bytes);
-    in_buf->recv(left, slot, 0, bytes);
-    if (!in_buf->waitRecv(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("recv aborted");
-    float* acc = work.data() + recv_chunk * m;
-    for (size_t i = 0; i < m; ++i) acc[i] += incoming[i];
-    // The next step sends the chunk just reduced, and Gloo may still be reading the
-    // previous one from work_buf; wait for it before reusing the buffer.
-    if (!work_buf->waitSend(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("send aborted");
-  }
-  std::memcpy(out, work.data() + static_cast<size_t>(r) * m, bytes);
-}
-
 std::string Sized(const char* op, size_t n) { return std::string(op) + "(n=" + std::to_string(n) + ")"; }
 
 // A collective of `kind` on `tracker` (may be null) from construction to destruction,
@@ -216,10 +151,7 @@ void ProcessGroup::WatchForCancel() {
       const std::string why = "group '" + prefix_ + "' cancelled: the generation was aborted";
       for (int r = 0; r < size_; ++r)
         if (r != rank_) FailGlooPair(ctx_->getPair(r).get(), why);
-      for (gloo::transport::UnboundBuffer* b : waiting_) {
-        b->abortWaitRecv();
-        b->abortWaitSend();
-      }
+      waits_.AbortAll();
       return;
     }
     watcher_cv_.wait_for(lock, kCancelPoll, [this] { return watcher_stop_; });
@@ -293,9 +225,8 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     // A TCP handshake completes in the peer's kernel even if the peer dies before it
     // accepts, so a connected mesh does not yet prove every peer alive. One barrier does:
     // Connect succeeds only when all ranks got this far.
-    gloo::BarrierOptions barrier(ctx);
-    barrier.setTimeout(opt.timeout);
-    gloo::barrier(barrier);
+    ring::WaitList waits;  // no watcher yet: nothing aborts this one but its timeout
+    ring::Barrier(ring::Call{*ctx, Clock::now() + opt.timeout, 0, waits});
     LOG_DEBUG("comm: connected {} in {} ms", who,
               std::chrono::duration_cast<milliseconds>(Clock::now() - start).count());
     return std::unique_ptr<ProcessGroup>(new ProcessGroup(prefix, rank, size, opt, std::move(ctx)));
@@ -386,14 +317,14 @@ Status ProcessGroup::AllReduceSum(float* data, size_t n) {
   if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
   if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
   return Run(CollectiveKind::kAllReduce, Sized("AllReduceSum", n),
-             [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+             [&] { ring::AllReduceSum(NewCall(), data, n); });
 }
 
 Status ProcessGroup::AllReduceSum(double* data, size_t n) {
   if (n > 0 && data == nullptr) return Status::InvalidArgument("AllReduceSum: null data");
   if (size_ == 1 || n == 0) return CheckUsable("AllReduceSum");
   return Run(CollectiveKind::kAllReduce, Sized("AllReduceSum<double>", n),
-             [&] { GlooAllReduceSum(ctx_, data, n, opt_.timeout, NextTag()); });
+             [&] { ring::AllReduceSum(NewCall(), data, n); });
 }
 
 Status ProcessGroup::AllReduceSumBucketed(float* data, size_t n, size_t bucket_elems) {
@@ -407,7 +338,7 @@ Status ProcessGroup::AllReduceSumBucketed(float* data, size_t n, size_t bucket_e
     const std::string op = "AllReduceSumBucketed(n=" + std::to_string(n) + ", bucket at " +
                            std::to_string(off) + "+" + std::to_string(len) + ")";
     ELASTRAIN_RETURN_IF_ERROR(Run(CollectiveKind::kAllReduce, op,
-                                  [&] { GlooAllReduceSum(ctx_, data + off, len, opt_.timeout, NextTag()); }));
+                                  [&] { ring::AllReduceSum(NewCall(), data + off, len); }));
   }
   return Status::OK();
 }
@@ -425,13 +356,8 @@ Status ProcessGroup::AllGatherBytes(const void* in, size_t n_per_rank, size_t el
     return Status::OK();
   }
   return Run(CollectiveKind::kAllGather, Sized(op, n_per_rank), [&] {
-    // Byte-typed buffers: allgather only moves bytes, so one path serves every type.
-    gloo::AllgatherOptions opts(ctx_);
-    opts.setInput(static_cast<char*>(const_cast<void*>(in)), bytes);  // Gloo only reads it
-    opts.setOutput(static_cast<char*>(out), bytes * size_);
-    opts.setTag(NextTag());
-    opts.setTimeout(opt_.timeout);
-    gloo::allgather(opts);
+    // Bytes: an all-gather only moves them, so one path serves every type.
+    ring::AllGather(NewCall(), in, bytes, out);
   });
 }
 
@@ -454,7 +380,7 @@ Status ProcessGroup::ReduceScatterSum(const float* in, float* out, size_t n_per_
     return Status::OK();
   }
   return Run(CollectiveKind::kReduceScatter, Sized("ReduceScatterSum", n_per_rank),
-             [&] { RingReduceScatterSum(ctx_, in, out, n_per_rank, opt_.timeout, NextTag()); });
+             [&] { ring::ReduceScatterSum(NewCall(), in, out, n_per_rank); });
 }
 
 Status ProcessGroup::BroadcastBytes(void* data, size_t n, size_t elem_size, int root, const char* op) {
@@ -465,12 +391,7 @@ Status ProcessGroup::BroadcastBytes(void* data, size_t n, size_t elem_size, int 
   if (n > 0 && data == nullptr) return Status::InvalidArgument(std::string(op) + ": null data");
   if (size_ == 1 || n == 0) return CheckUsable(op);
   return Run(CollectiveKind::kBroadcast, Sized(op, n) + " from root " + std::to_string(root), [&] {
-    gloo::BroadcastOptions opts(ctx_);
-    opts.setOutput(static_cast<char*>(data), n * elem_size);
-    opts.setRoot(root);
-    opts.setTag(NextTag());
-    opts.setTimeout(opt_.timeout);
-    gloo::broadcast(opts);
+    ring::Broadcast(NewCall(), data, n * elem_size, root);
   });
 }
 
@@ -485,10 +406,7 @@ Status ProcessGroup::Broadcast(int64_t* data, size_t n, int root) {
 Status ProcessGroup::Barrier() {
   if (size_ == 1) return CheckUsable("Barrier");
   return Run(CollectiveKind::kBarrier, "Barrier", [&] {
-    gloo::BarrierOptions opts(ctx_);
-    opts.setTag(NextTag());
-    opts.setTimeout(opt_.timeout);
-    gloo::barrier(opts);
+    ring::Barrier(NewCall());
   });
 }
 
@@ -509,45 +427,25 @@ Status ProcessGroup::Exchange(const std::vector<Transfer>& sends, const std::vec
   const uint32_t tag = NextTag();
   const std::string op = fmt::format("Exchange({} sends, {} receives, {} bytes)", sends.size(), recvs.size(), total);
   return Run(CollectiveKind::kExchange, op, [&] {
-    const auto deadline = Clock::now() + opt_.timeout;
-    auto slot = [&](size_t ordinal) {
-      return (uint64_t{kExchangeSlotPrefix} << 56) | (uint64_t{ordinal & 0xFFFFFF} << 32) | tag;
-    };
-    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> out, in;
+    const ring::Call call{*ctx_, Clock::now() + opt_.timeout, tag, waits_};
+    auto slot = [&](size_t ordinal) { return ring::StepSlot(kExchangeSlotPrefix, static_cast<uint32_t>(ordinal), tag); };
+    std::vector<std::unique_ptr<ring::Buffer>> out, in;
     std::vector<size_t> ordinal(static_cast<size_t>(size_), 0);
     for (const Transfer& t : sends) {
       const size_t k = ordinal[t.peer]++;
       if (t.bytes == 0) continue;
-      out.push_back(ctx_->createUnboundBuffer(t.data, t.bytes));
-      out.back()->send(t.peer, slot(k));
+      out.push_back(std::make_unique<ring::Buffer>(call, t.data, t.bytes));
+      out.back()->Send(t.peer, slot(k), 0, t.bytes);
     }
     std::fill(ordinal.begin(), ordinal.end(), 0);
     for (const Transfer& t : recvs) {
       const size_t k = ordinal[t.peer]++;
       if (t.bytes == 0) continue;
-      in.push_back(ctx_->createUnboundBuffer(t.data, t.bytes));
-      in.back()->recv(t.peer, slot(k));
+      in.push_back(std::make_unique<ring::Buffer>(call, t.data, t.bytes));
+      in.back()->Recv(t.peer, slot(k), 0, t.bytes);
     }
-    // Registered for the cancel watcher while this thread waits on them.
-    struct Registration {
-      ProcessGroup* g;
-      explicit Registration(ProcessGroup* pg, const std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& a,
-                            const std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>>& b)
-          : g(pg) {
-        std::lock_guard<std::mutex> lock(g->watcher_mu_);
-        for (const auto* list : {&a, &b})
-          for (const auto& buf : *list) g->waiting_.push_back(buf.get());
-      }
-      ~Registration() {
-        std::lock_guard<std::mutex> lock(g->watcher_mu_);
-        g->waiting_.clear();
-      }
-    } registration(this, out, in);
-    if (cancelled_) GLOO_THROW_IO_EXCEPTION("the group was cancelled");
-    for (auto& b : in)
-      if (!b->waitRecv(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("receive aborted");
-    for (auto& b : out)
-      if (!b->waitSend(Remaining(deadline))) GLOO_THROW_IO_EXCEPTION("send aborted");
+    for (auto& b : in) b->WaitRecv();
+    for (auto& b : out) b->WaitSend();
   });
 }
 

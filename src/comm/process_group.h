@@ -37,13 +37,11 @@
 
 #include "comm/collective_mark.h"
 #include "comm/rendezvous_store.h"  // the stores Connect meets through
+#include "comm/ring_collectives.h"
 #include "common/status.h"
 
 namespace gloo {
 class Context;
-namespace transport {
-class UnboundBuffer;
-}  // namespace transport
 namespace rendezvous {
 class Store;
 }  // namespace rendezvous
@@ -167,8 +165,10 @@ class ProcessGroup {
   // A fresh Gloo tag per collective, identical on every rank since all ranks issue the
   // same sequence; it keeps concurrent collectives apart once buckets overlap.
   uint32_t NextTag() { return next_tag_++; }
+  // The next collective's call: its deadline (now + timeout), tag and this group's waits.
+  ring::Call NewCall() { return ring::Call{*ctx_, ring::Clock::now() + opt_.timeout, NextTag(), waits_}; }
   // The watcher thread: polls opt_.cancelled and, once it is true, fails every pair of the
-  // context, which wakes a collective blocked on any of them.
+  // context and aborts every wait of waits_, which ends a collective blocked on any peer.
   void WatchForCancel();
   void StopWatcher();
 
@@ -185,9 +185,9 @@ class ProcessGroup {
   std::mutex watcher_mu_;
   std::condition_variable watcher_cv_;
   bool watcher_stop_ = false;            // GUARDED_BY(watcher_mu_)
-  // Exchange's buffers while it waits: a cancel aborts their waits too, since Gloo does
-  // not wake a receive whose data had begun to arrive when the sender's socket closed.
-  std::vector<gloo::transport::UnboundBuffer*> waiting_;  // GUARDED_BY(watcher_mu_)
+  // The buffers collectives wait on (comm/ring_collectives.h): failing a pair does not
+  // wake a send Gloo has begun to write, so a cancel aborts these waits too.
+  ring::WaitList waits_;
   std::atomic<bool> cancelled_{false};   // the watcher failed the pairs
 };
 

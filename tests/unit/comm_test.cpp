@@ -439,6 +439,71 @@ TEST(CommProcessGroup, CancelEndsABlockedCollective) {
   }
 }
 
+// Rank 0 blocked in each collective on rank 1, which is connected but never takes part
+// (a frozen host); only rank 0 is cancelled, so nothing but its own abort can end the
+// wait. The broadcast from rank 0 waits to *send*: Gloo wakes a failed pair's pending
+// receives but not a send the peer never asked for, so only the abort of the waiting
+// buffer ends it (before the collectives ran on registered buffers, it waited the
+// whole timeout).
+TEST(CommProcessGroup, CancelEndsEveryKindOfCollectiveWhetherItWaitsToSendOrToReceive) {
+  struct Op {
+    const char* name;
+    std::function<Status(ProcessGroup&)> call;
+  };
+  // Larger than the sockets' buffers, so that a send cannot complete into the kernel.
+  std::vector<float> buf(1 << 22, 1.0f), big(2 * buf.size());
+  const std::vector<Op> ops = {
+      {"Broadcast from the waiting rank", [&](ProcessGroup& pg) { return pg.Broadcast(buf.data(), buf.size(), 0); }},
+      {"Broadcast to the waiting rank", [&](ProcessGroup& pg) { return pg.Broadcast(buf.data(), buf.size(), 1); }},
+      {"AllReduceSum", [&](ProcessGroup& pg) { return pg.AllReduceSum(buf.data(), buf.size()); }},
+      {"AllReduceSumBucketed", [&](ProcessGroup& pg) { return pg.AllReduceSumBucketed(buf.data(), buf.size(), 1000); }},
+      {"AllGather", [&](ProcessGroup& pg) { return pg.AllGather(buf.data(), buf.size(), big.data()); }},
+      {"ReduceScatterSum", [&](ProcessGroup& pg) { return pg.ReduceScatterSum(big.data(), buf.data(), buf.size()); }},
+      {"Barrier", [&](ProcessGroup& pg) { return pg.Barrier(); }},
+  };
+  for (const bool cancel_first : {false, true})
+  for (const Op& op : ops) {
+    auto store = std::make_shared<gloo::rendezvous::HashStore>();
+    std::atomic<bool> cancel{false}, rank0_done{false};
+    Status st;
+    long long ms_after_cancel = -1;
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        GroupOptions opt = Opts(milliseconds(20000));
+        if (r == 0) opt.cancelled = [&] { return cancel.load(); };
+        auto pg = ProcessGroup::Connect(store, std::string(cancel_first ? "cancelled/" : "cancel/") + op.name, r, 2, opt);
+        ASSERT_TRUE(pg.ok()) << pg.status().ToString();
+        if (r == 1) {  // connected, then silent (bounded, in case rank 0 hangs)
+          WaitUntil([&] { return rank0_done.load(); }, milliseconds(25000));
+          return;
+        }
+        Clock::time_point cancel_at;
+        std::thread canceller([&] {
+          // Before the collective starts, or while it blocks.
+          if (!cancel_first) std::this_thread::sleep_for(milliseconds(200));
+          cancel_at = Clock::now();
+          cancel = true;
+        });
+        if (cancel_first) {  // the watcher has failed the pairs before the collective posts anything
+          canceller.join();
+          std::this_thread::sleep_for(3 * kCancelPoll);
+        }
+        st = op.call(**pg);
+        if (!cancel_first) canceller.join();
+        ms_after_cancel = MsSince(cancel_at);
+        rank0_done = true;
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::cout << "[ measured ] " << (cancel_first ? "after a cancel: " : "cancelled: ") << op.name << " ended " << ms_after_cancel
+              << " ms after the cancel (timeout 20000 ms): " << st.ToString().substr(0, 120) << "\n";
+    EXPECT_EQ(st.code(), StatusCode::kCancelled) << op.name << ": " << st.ToString();
+    EXPECT_LT(ms_after_cancel, 10000) << op.name << ": the abort must end the wait, not the 20 s timeout (expected ~"
+                                      << kCancelPoll.count() << " ms)";
+  }
+}
+
 TEST(CommProcessGroup, DeadPeerProcessFailsFast) {
   int sig = 0;
   auto reports = RunForkedRanks(4, 2, milliseconds(10000), &KillSelf, &sig);
@@ -453,6 +518,67 @@ TEST(CommProcessGroup, DeadPeerProcessFailsFast) {
     EXPECT_NE(rep.message.find("gen/0/all"), std::string::npos) << rep.message;
     EXPECT_NE(rep.message.find("rank 2 (pid"), std::string::npos) << rep.message;
   }
+}
+
+// Rank 1 has posted its receive of a large broadcast and then freezes mid-transfer (a
+// host that stops): rank 0's send is half written, and Gloo does not wake a half-written
+// send when its pair fails. The generation's abort must still end rank 0's wait within a
+// few cancel polls, not at the 8 s timeout (as it did when Gloo's broadcast owned the
+// buffers: the stall seen in the elastic recovery test).
+TEST(CommProcessGroup, CancelEndsASendHalfWrittenToAPeerThatFroze) {
+  ScopedTempDir dir("comm");
+  const size_t n = size_t{1} << 25;  // 128 MB: far more than a socket holds
+  const std::string cancel_file = dir.path() + "/cancel";
+  std::vector<pid_t> pids(2, -1);
+  for (int r = 0; r < 2; ++r) {
+    pids[r] = fork();
+    if (pids[r] != 0) continue;
+    auto store = MakeFileStore(dir.path() + "/store");
+    if (!store.ok()) _exit(3);
+    GroupOptions opt = Opts(milliseconds(8000));
+    if (r == 0) opt.cancelled = [cancel_file] { return std::filesystem::exists(cancel_file); };
+    auto pg = ProcessGroup::Connect(*store, "gen/0/all", r, 2, opt);
+    if (!pg.ok()) _exit(4);
+    std::vector<float> x(n, static_cast<float>(r));
+    if (r == 1) {
+      std::thread freeze([] {
+        std::this_thread::sleep_for(milliseconds(3));  // the receive is posted, bytes are flowing
+        raise(SIGSTOP);
+      });
+      freeze.detach();
+      (void)(*pg)->Broadcast(x.data(), n, 0);
+      _exit(0);
+    }
+    const auto start = Clock::now();
+    Status st = (*pg)->Broadcast(x.data(), n, 0);
+    std::ofstream(dir.path() + "/report.0") << static_cast<int>(st.code()) << " " << MsSince(start) << "\n"
+                                            << st.message() << "\n";
+    _exit(0);
+  }
+  // Rank 1 stops itself; give rank 0 time to block on the half-written send, then abort.
+  WaitUntil([&] {
+    std::ifstream stat("/proc/" + std::to_string(pids[1]) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    return close != std::string::npos && line.substr(close + 2, 1) == "T";
+  }, milliseconds(10000));
+  std::this_thread::sleep_for(milliseconds(500));
+  const auto cancel_at = Clock::now();
+  std::ofstream(cancel_file) << "1\n";
+  int wst = 0;
+  WaitUntil([&] { return waitpid(pids[0], &wst, WNOHANG) == pids[0]; }, milliseconds(20000));
+  const long long ms_after_cancel = MsSince(cancel_at);
+  kill(pids[0], SIGKILL);
+  kill(pids[1], SIGKILL);
+  waitpid(pids[0], &wst, 0);
+  waitpid(pids[1], &wst, 0);
+  const ChildReport rep = ReadReport(dir.path() + "/report.0");
+  std::cout << "[ measured ] send half-written to a frozen peer: ended " << ms_after_cancel
+            << " ms after the cancel (timeout 8000 ms): " << rep.message.substr(0, 200) << "\n";
+  EXPECT_EQ(rep.code, static_cast<int>(StatusCode::kCancelled)) << rep.message;
+  EXPECT_LT(ms_after_cancel, 4000) << "the abort must end the send's wait, not the 8 s timeout (expected ~"
+                                   << kCancelPoll.count() << " ms)";
 }
 
 // A rank that is alive but frozen (SIGSTOP keeps its sockets open): the others can only
