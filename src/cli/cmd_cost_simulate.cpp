@@ -223,7 +223,7 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
                    "tau_s", "ideal_h", "mean_h", "p50_h", "p90_h", "daly_h", "mean_usd", "p50_usd", "p90_usd",
                    "interr", "unfin");
   std::vector<PlotSeries> plot;
-  std::string ram_lines;
+  std::string ram_lines, breakdown_lines;
   for (const Scenario& s : scenarios.value()) {
     auto sum = Simulate(s.job, s.failures, trace, static_cast<int>(*trials), static_cast<uint64_t>(*seed));
     if (!sum.ok()) return Fail(sum.status());
@@ -238,10 +238,18 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
                                "peers in {:.0f} s; snapshot every {:.1f} s of compute)\n",
                                s.label, s.job.ram_tier_coverage, r.mean_covered, r.mean_interruptions,
                                s.job.peer_restore_seconds, s.job.snapshot_period_seconds);
+    const SimBreakdown& m = r.mean_breakdown;
+    const double wall = std::max(m.total(), 1e-12);
+    breakdown_lines += fmt::format(
+        "  {}: goodput {:.1f}% | productive {:.1f}% | redone {:.1f}% | recovery {:.1f}% | checkpoint {:.1f}% | "
+        "waiting {:.1f}%\n",
+        s.label, 100 * m.goodput(), 100 * m.productive / wall, 100 * m.redone / wall, 100 * m.recovery / wall,
+        100 * m.checkpoint / wall, 100 * m.waiting / wall);
     PlotSeries ps{s.label, {}};
     for (const SimTrial& t : r.trials) ps.points.push_back({t.completion_seconds / 3600, t.cost_usd});
     plot.push_back(std::move(ps));
   }
+  o += "where the time went (mean of the trials, the categories of `elastrain report`'s goodput):\n" + breakdown_lines;
   o += ram_lines;
   o += "daly_h: Daly's closed-form expected time with the mean replacement wait in R (docs/cost.md)";
   o += ram_lines.empty() ? "\n" : "; with the RAM tier, at the uncovered MTTI and stretched by covered failures\n";

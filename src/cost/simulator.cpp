@@ -21,6 +21,7 @@ enum class Phase { kWork, kCheckpoint, kDetect, kWait, kRestart };
 struct TrialState {
   double t = 0;
   double work = 0, saved = 0;  // work done and work in the last checkpoint, full-world seconds
+  double reached = 0;          // the most work ever done: below it, work is redone
   double snapshot = 0;         // work in the last RAM snapshot (RAM tier)
   double since_snapshot = 0;   // compute seconds since it
   bool from_peers = false;     // the pending restart restores from peers (a covered interruption)
@@ -31,6 +32,7 @@ struct TrialState {
   std::priority_queue<double, std::vector<double>, std::greater<double>> arrivals;
   double cost = 0;
   int interruptions = 0, covered = 0;
+  SimBreakdown seconds;
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -68,12 +70,13 @@ class Trial {
       const double dt = std::min({phase_end, to_failure, to_arrival});
       if (s_.t + dt > give_up_ || !std::isfinite(dt)) {
         s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * (give_up_ - s_.t);
-        return {give_up_, s_.cost, s_.interruptions, s_.covered, false};
+        Account(give_up_ - s_.t, speed);
+        return {give_up_, s_.cost, s_.interruptions, s_.covered, false, s_.seconds};
       }
       Advance(dt, speed);
       if (dt == to_failure) OnInterruption();
       else if (dt == to_arrival) OnArrival();
-      else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, s_.covered, true};
+      else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, s_.covered, true, s_.seconds};
     }
   }
 
@@ -121,11 +124,31 @@ class Trial {
     return s_.world > 0 ? Exponential(failures_.host_mtti_seconds / s_.world) : kInf;
   }
 
+  // Books `dt` wall seconds of the current phase in their category (before Advance moves
+  // the work on): computing below the high-water mark is redone, above it productive.
+  void Account(double dt, double speed) {
+    SimBreakdown& b = s_.seconds;
+    switch (s_.phase) {
+      case Phase::kWork: {
+        const double redo = speed > 0 ? std::clamp((s_.reached - s_.work) / speed, 0.0, dt) : 0.0;
+        b.redone += redo;
+        b.productive += dt - redo;
+        break;
+      }
+      case Phase::kCheckpoint: b.checkpoint += dt; break;
+      case Phase::kDetect:
+      case Phase::kRestart: b.recovery += dt; break;
+      case Phase::kWait: b.waiting += dt; break;
+    }
+  }
+
   void Advance(double dt, double speed) {
+    Account(dt, speed);
     s_.t += dt;
     s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * dt;
     if (s_.phase == Phase::kWork) {
       s_.work = std::min(job_.work_seconds, s_.work + speed * dt);
+      s_.reached = std::max(s_.reached, s_.work);
       s_.segment_done += dt;
       NoteSnapshots(dt, speed);
     } else {
@@ -241,6 +264,11 @@ Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
     s.mean_cost += t.cost_usd / trials;
     s.mean_interruptions += static_cast<double>(t.interruptions) / trials;
     s.mean_covered += static_cast<double>(t.covered) / trials;
+    s.mean_breakdown.productive += t.seconds.productive / trials;
+    s.mean_breakdown.redone += t.seconds.redone / trials;
+    s.mean_breakdown.recovery += t.seconds.recovery / trials;
+    s.mean_breakdown.checkpoint += t.seconds.checkpoint / trials;
+    s.mean_breakdown.waiting += t.seconds.waiting / trials;
     s.unfinished += t.finished ? 0 : 1;
     secs.push_back(t.completion_seconds);
     costs.push_back(t.cost_usd);

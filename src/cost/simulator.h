@@ -38,12 +38,28 @@ struct SimJob {
   double peer_restore_seconds = 0;     // restart + restore from peers after a covered one
 };
 
+// Where a trial's wall seconds went, in the categories of the measured goodput
+// (monitor/goodput.h), so that a prediction and a run compare line by line:
+//   productive  computing work never done before (at whatever world size);
+//   redone      computing work an interruption had thrown away (since the last
+//               checkpoint, or RAM snapshot when covered);
+//   recovery    detection, restart and restore, and replacements joining at a checkpoint;
+//   checkpoint  blocking checkpoint saves;
+//   waiting     fewer than min_hosts hosts: waiting for replacements.
+// (Initialisation is outside the model: it starts with the first step.)
+struct SimBreakdown {
+  double productive = 0, redone = 0, recovery = 0, checkpoint = 0, waiting = 0;
+  double total() const { return productive + redone + recovery + checkpoint + waiting; }
+  double goodput() const { return total() > 0 ? productive / total() : 0; }
+};
+
 struct SimTrial {
   double completion_seconds = 0;
   double cost_usd = 0;
   int interruptions = 0;
   int covered = 0;       // of them, restored from peers (RAM tier)
   bool finished = true;  // false: gave up at kMaxSimulatedFactor x work_seconds
+  SimBreakdown seconds;  // completion_seconds by category
 };
 
 struct SimSummary {
@@ -52,6 +68,7 @@ struct SimSummary {
   double mean_cost = 0, p50_cost = 0, p90_cost = 0;
   double mean_interruptions = 0;
   double mean_covered = 0;  // interruptions the RAM tier covered, per trial
+  SimBreakdown mean_breakdown;  // per category, mean over trials
   int unfinished = 0;
 };
 

@@ -110,7 +110,16 @@ TEST(CostSimulatorTest, TraceReplayMatchesATimelineWorkedByHand) {
     EXPECT_NEAR(t.completion_seconds, 1170, 1e-9);
     EXPECT_NEAR(t.cost_usd, 1170, 1e-6);
     EXPECT_EQ(t.interruptions, 1);
+    // By category: the 90 s of work lost at 500 are redone 550-640; 1000 s of new work;
+    // detection 5 + restart 45; three saves of 10.
+    EXPECT_NEAR(t.seconds.productive, 1000, 1e-6);
+    EXPECT_NEAR(t.seconds.redone, 90, 1e-6);
+    EXPECT_NEAR(t.seconds.recovery, 50, 1e-6);
+    EXPECT_NEAR(t.seconds.checkpoint, 30, 1e-6);
+    EXPECT_NEAR(t.seconds.waiting, 0, 1e-9);
+    EXPECT_NEAR(t.seconds.total(), t.completion_seconds, 1e-6);
   }
+  EXPECT_NEAR(s->mean_breakdown.goodput(), 1000.0 / 1170, 1e-9);
 }
 
 TEST(CostSimulatorTest, RigidJobWaitsForReplacementsAndIsBilledOnlyForHeldHosts) {
@@ -128,6 +137,30 @@ TEST(CostSimulatorTest, RigidJobWaitsForReplacementsAndIsBilledOnlyForHeldHosts)
   ASSERT_TRUE(s.ok());
   EXPECT_NEAR(s->trials[0].completion_seconds, 1110, 1e-6);
   EXPECT_NEAR(s->trials[0].cost_usd, 2 * 1110, 1e-3);
+}
+
+// A rigid job that loses a host waits for its replacement: that time is `waiting`, the
+// work lost at the interruption is `redone`, and the categories add up to the wall time.
+TEST(CostSimulatorTest, BreakdownOfARigidJobWaitingForAReplacement) {
+  SimJob job;
+  job.hosts = job.min_hosts = 2;
+  job.work_seconds = 1000;
+  job.interval_seconds = 2000;
+  job.checkpoint_seconds = 10;
+  job.detection_seconds = 3;
+  PreemptionModel f;
+  f.replacement_seconds = 200;
+  auto s = Simulate(job, f, {{100, 1}}, 50, 7);
+  ASSERT_TRUE(s.ok());
+  for (const SimTrial& t : s->trials) {
+    EXPECT_NEAR(t.seconds.total(), t.completion_seconds, 1e-6);
+    EXPECT_NEAR(t.seconds.productive, 1000, 1e-6);
+    EXPECT_NEAR(t.seconds.redone, 100, 1e-6);
+    EXPECT_NEAR(t.seconds.recovery, 3, 1e-6);
+    EXPECT_NEAR(t.seconds.checkpoint, 10, 1e-6);
+    EXPECT_NEAR(t.seconds.waiting, t.completion_seconds - 1113, 1e-6);
+  }
+  EXPECT_GT(s->mean_breakdown.waiting, 50) << "exponential replacements of mean 200 s, less the 3 s of detection";
 }
 
 TEST(CostSimulatorTest, ElasticJobFinishesSoonerThanARigidOneWhenCapacityIsSlowToReturn) {
