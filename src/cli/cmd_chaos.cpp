@@ -151,21 +151,35 @@ struct ReplayOptions {
   bool stop_at_end = false;  // then `elastrain stop` the job
 };
 
+constexpr const char* kGoodputCategories[] = {"productive", "redone", "recovery", "checkpoint", "waiting",
+                                              "initialisation"};
+
 // The job's goodput so far (GET /api/v1/goodput: every second since it was submitted in
-// one category, monitor/goodput.h), in lines.
-Result<std::string> GoodputLines(const ApiTarget& target, const std::string& ca) {
-  ELASTRAIN_ASSIGN_OR_RETURN(nlohmann::json g, CallApi(target, ca, "GET", "/api/v1/goodput"));
+// one category, monitor/goodput.h), in lines; with `since` (an earlier answer), also the
+// window between the two, whose categories are the differences.
+std::string GoodputLines(const nlohmann::json& g, const nlohmann::json* since) {
   const double wall = LenientNumber(g, "wall_seconds");
   std::string out = fmt::format("goodput of the job so far: {:.1f}% of {:.1f}s (worker-seconds {:.1f}, {} recoveries, "
                                 "{} steps redone)\n",
                                 100 * LenientNumber(g, "goodput"), wall, LenientNumber(g, "worker_seconds"),
                                 g.contains("recoveries") && g["recoveries"].is_array() ? g["recoveries"].size() : size_t{0},
                                 LenientInteger(g, "redone_steps", 0));
-  if (g.contains("seconds") && g["seconds"].is_object())
-    for (const char* c : {"productive", "redone", "recovery", "checkpoint", "waiting", "initialisation"}) {
-      const double v = LenientNumber(g["seconds"], c);
-      out += fmt::format("  {:<15} {:9.2f}s {:6.1f}%\n", c, v, wall > 0 ? 100 * v / wall : 0.0);
-    }
+  auto seconds = [](const nlohmann::json& j, const char* c) {
+    return j.contains("seconds") && j["seconds"].is_object() ? LenientNumber(j["seconds"], c) : 0.0;
+  };
+  for (const char* c : kGoodputCategories) {
+    const double v = seconds(g, c);
+    out += fmt::format("  {:<15} {:9.2f}s {:6.1f}%\n", c, v, wall > 0 ? 100 * v / wall : 0.0);
+  }
+  if (since == nullptr) return out;
+  const double window = wall - LenientNumber(*since, "wall_seconds");
+  const double productive = seconds(g, "productive") - seconds(*since, "productive");
+  out += fmt::format("goodput over the replay: {:.1f}% of {:.1f}s\n", window > 0 ? 100 * productive / window : 0.0,
+                     window);
+  for (const char* c : kGoodputCategories) {
+    const double v = seconds(g, c) - seconds(*since, c);
+    out += fmt::format("  {:<15} {:9.2f}s {:6.1f}%  (replay)\n", c, v, window > 0 ? 100 * v / window : 0.0);
+  }
   return out;
 }
 
@@ -270,6 +284,9 @@ int RunChaosReplay(const std::vector<std::string>& args) {
   std::printf("chaos replay: %zu events of %s at %gx, from now (job %s, generation %lld)\n", trace->size(),
               path.c_str(), o.time_scale, first->job.c_str(), static_cast<long long>(first->generation));
   std::fflush(stdout);
+  // The job's time by category when the replay starts, so that the end can show the window.
+  auto before = CallApi(target.value(), ca, "GET", "/api/v1/goodput");
+  if (!before.ok()) return FailApiCall("chaos replay", before.status());
   std::mt19937_64 rng(o.seed);
   const double t0 = MonotonicSeconds();
   size_t done = 0, skipped = 0;
@@ -299,9 +316,9 @@ int RunChaosReplay(const std::vector<std::string>& args) {
   const double end = o.end_seconds >= 0 ? o.end_seconds : trace->empty() ? 0.0 : trace->back().time_seconds;
   if (double wait = t0 + end / o.time_scale - MonotonicSeconds(); wait > 0)
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-  auto lines = GoodputLines(target.value(), ca);
-  if (!lines.ok()) return FailApiCall("chaos replay", lines.status());
-  std::printf("chaos replay: ended at %gs of trace\n%s", end, lines->c_str());
+  auto after = CallApi(target.value(), ca, "GET", "/api/v1/goodput");
+  if (!after.ok()) return FailApiCall("chaos replay", after.status());
+  std::printf("chaos replay: ended at %gs of trace\n%s", end, GoodputLines(after.value(), &before.value()).c_str());
   if (o.stop_at_end) {
     auto st = CallApi(target.value(), ca, "POST", "/api/v1/stop");
     if (!st.ok()) return FailApiCall("chaos replay", st.status());

@@ -41,7 +41,8 @@ constexpr char kPlanUsage[] =
 constexpr char kSimulateUsage[] =
     "  simulate [plan arguments] [--offer NAME] [--capacity spot|on-demand|mix] [--hosts N]\n"
     "           [--min-hosts N] [--resize-seconds S] [--trials 1000] [--seed 1] [--trace FILE] [--svg PATH]\n"
-    "  simulate --work-hours H [--hosts N] [--min-hosts N] --checkpoint-seconds D [--interval-seconds T]\n"
+    "  simulate --work-hours H|--horizon-seconds S [--hosts N] [--min-hosts N] --checkpoint-seconds D\n"
+    "           [--interval-seconds T] [--detection-seconds S] [--restart-seconds S]\n"
     "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P]\n"
     "           [--ram-tier-coverage C --snapshot-period-seconds S --peer-restore-seconds P] ...\n"
     "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n";

@@ -133,11 +133,9 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
 // --ram-tier-coverage C (in [0, 1); 0, the default: disk only) and, with C > 0, the
 // snapshot period and the restart from peers.
 Status ReadRawRamTier(const CostArgs& a, SimJob* job) {
+  // 1: every interruption restores from peers (a data-parallel job that loses one replica
+  // at a time: the survivors hold the state).
   ELASTRAIN_ASSIGN_OR_RETURN(job->ram_tier_coverage, a.Number("--ram-tier-coverage", 0, 0, 1));
-  if (job->ram_tier_coverage >= 1)
-    return Status::InvalidArgument(fmt::format(
-        "--ram-tier-coverage={}: expected a number in [0, 1) (a whole-job restart is never covered)",
-        a.String("--ram-tier-coverage", "")));
   if (job->ram_tier_coverage == 0) {
     for (const char* f : {"--snapshot-period-seconds", "--peer-restore-seconds"})
       if (a.Has(f))
@@ -156,10 +154,13 @@ Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
   if (!a.passthrough().empty())
     return Status::InvalidArgument(fmt::format(
         "unexpected argument '{}': config keys and files describe a plan, which needs tokens=N", a.passthrough()[0]));
-  if (!a.Has("--work-hours") || !a.Has("--checkpoint-seconds"))
+  if ((!a.Has("--work-hours") && !a.Has("--horizon-seconds")) || !a.Has("--checkpoint-seconds"))
     return Status::InvalidArgument(
-        "expected tokens=N (simulate a plan) or --work-hours H and --checkpoint-seconds D (simulate a given job)");
-  ELASTRAIN_ASSIGN_OR_RETURN(double hours, a.Number("--work-hours", 0, 0, INFINITY, true));
+        "expected tokens=N (simulate a plan) or --work-hours H (or --horizon-seconds S) and --checkpoint-seconds D "
+        "(simulate a given job)");
+  // --horizon-seconds S: a window of S wall seconds of a longer job (e.g. a replayed trace's).
+  ELASTRAIN_ASSIGN_OR_RETURN(s.job.horizon_seconds, a.Number("--horizon-seconds", 0, 0, INFINITY, true));
+  ELASTRAIN_ASSIGN_OR_RETURN(double hours, a.Number("--work-hours", 2 * s.job.horizon_seconds / 3600, 0, INFINITY, true));
   s.job.work_seconds = hours * 3600;
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t hosts, a.Integer("--hosts", 1, 1, 100000));
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t min_hosts, a.Integer("--min-hosts", hosts, 1, hosts));
@@ -177,9 +178,10 @@ Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
   ELASTRAIN_RETURN_IF_ERROR(ReadRawRamTier(a, &s.job));
   const double mtti = s.failures.host_mtti_seconds / hosts;
   const double uncovered_mtti = UncoveredMttiSeconds(mtti, s.job.ram_tier_coverage);
+  const double daly = DalyInterval(s.job.checkpoint_seconds, uncovered_mtti);
   ELASTRAIN_ASSIGN_OR_RETURN(s.job.interval_seconds, a.Number("--interval-seconds",
-                                                              DalyInterval(s.job.checkpoint_seconds, uncovered_mtti),
-                                                              0, INFINITY, true));
+                                                              std::isfinite(daly) ? daly : s.job.work_seconds, 0,
+                                                              INFINITY, true));
   const RamTierCost tier{s.job.ram_tier_coverage, s.job.snapshot_period_seconds,
                          s.job.detection_seconds + s.job.peer_restore_seconds + s.failures.replacement_seconds};
   s.closed_form_seconds =
@@ -196,7 +198,7 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
   for (const char* f : {"--offer", "--capacity", "--hosts", "--min-hosts", "--resize-seconds", "--trials", "--seed",
                         "--trace", "--svg", "--work-hours", "--checkpoint-seconds", "--interval-seconds", "--host-mtti",
                         "--loss-sizes", "--replacement-seconds", "--usd-per-host-hour", "--snapshot-period-seconds",
-                        "--peer-restore-seconds"})
+                        "--peer-restore-seconds", "--horizon-seconds"})
     flags.insert(f);
   auto parsed = CostArgs::Parse(argv, flags);
   if (!parsed.ok()) return Fail(parsed.status());

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -205,10 +206,24 @@ std::string FailureTraceCsv(const std::vector<TraceEvent>& events) {
   return out;
 }
 
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 std::vector<PreemptionEvent> TraceInterruptions(const std::vector<TraceEvent>& events) {
   std::vector<PreemptionEvent> out;
-  for (const TraceEvent& e : events)
-    if (e.action != TraceAction::kSlow && e.action != TraceAction::kUnslow) out.push_back({e.time_seconds, 1});
+  for (const TraceEvent& e : events) {
+    if (e.action == TraceAction::kSlow || e.action == TraceAction::kUnslow) continue;
+    PreemptionEvent p{e.time_seconds, 1};
+    switch (e.action) {
+      case TraceAction::kKill:
+      case TraceAction::kHang: p.return_seconds = 0; break;  // the slot stays: a new process takes it
+      case TraceAction::kPreempt:
+        p.notice = true;
+        p.return_seconds = e.seconds > 0 ? e.seconds : kNever;
+        break;
+      default: p.return_seconds = kNever; break;  // a host loss: the trace says nothing of a return
+    }
+    out.push_back(p);
+  }
   return out;
 }
 

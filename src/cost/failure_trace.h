@@ -66,7 +66,9 @@ Result<std::vector<TraceEvent>> LoadFailureTrace(const std::string& path);
 // The CSV form (what ParseFailureTrace reads back to the same events).
 std::string FailureTraceCsv(const std::vector<TraceEvent>& events);
 // The interruptions among the events, for the simulator: kill, hang, preempt and
-// host_loss each take one host (a slowdown takes none).
+// host_loss each take one host (a slowdown takes none). A killed or hung rank's slot is
+// taken again at once (return 0); a preempted one returns after its `seconds` (never
+// when 0) and lost no work (notice); a lost host never returns.
 std::vector<PreemptionEvent> TraceInterruptions(const std::vector<TraceEvent>& events);
 
 // Synthetic histories (`elastrain chaos trace`): events of `mix` (kill, preempt, ...,

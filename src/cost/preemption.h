@@ -59,6 +59,12 @@ int HostsLostFor(const std::vector<LossSize>& sizes, double u);
 struct PreemptionEvent {
   double time_seconds = 0;
   int hosts_lost = 1;
+  // When the lost hosts come back: < 0, the failure model's replacement draw; 0, at once
+  // (a killed process whose slot stays); +inf, never.
+  double return_seconds = -1;
+  // A preemption with notice: the job saved before the hosts left, so no work is lost
+  // and it restarts as from peers (SimJob::peer_restore_seconds).
+  bool notice = false;
 };
 // CSV with header `timestamp_seconds,hosts_lost`, timestamps non-decreasing and >= 0,
 // hosts_lost >= 1. Errors name the file, line and column.

@@ -67,13 +67,15 @@ class Trial {
       const double phase_end = PhaseEnd(speed, &finishes_work);
       const double to_failure = ToFailure();
       const double to_arrival = s_.arrivals.empty() ? kInf : s_.arrivals.top() - s_.t;
-      const double dt = std::min({phase_end, to_failure, to_arrival});
+      const double to_horizon = job_.horizon_seconds > 0 ? job_.horizon_seconds - s_.t : kInf;
+      const double dt = std::min({phase_end, to_failure, to_arrival, to_horizon});
       if (s_.t + dt > give_up_ || !std::isfinite(dt)) {
         s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * (give_up_ - s_.t);
         Account(give_up_ - s_.t, speed);
         return {give_up_, s_.cost, s_.interruptions, s_.covered, false, s_.seconds};
       }
       Advance(dt, speed);
+      if (dt == to_horizon) return {s_.t, s_.cost, s_.interruptions, s_.covered, true, s_.seconds};
       if (dt == to_failure) OnInterruption();
       else if (dt == to_arrival) OnArrival();
       else if (PhaseEnded(finishes_work)) return {s_.t, s_.cost, s_.interruptions, s_.covered, true, s_.seconds};
@@ -87,9 +89,13 @@ class Trial {
     s_.phase = p;
     s_.phase_left = seconds;
   }
+  // Work resumes where the restore left it. Saves come every tau of work (as the job
+  // saves every checkpoint_period steps), so a restore from peers, which keeps the work
+  // since the last save, keeps its place in that schedule; a restore from disk is at a
+  // save (work == saved).
   void StartWork() {
     s_.phase = Phase::kWork;
-    s_.segment_done = 0;
+    s_.segment_done = std::max(0.0, s_.work - s_.saved);
   }
 
   double RestartSeconds() const { return s_.from_peers ? job_.peer_restore_seconds : job_.restart_seconds; }
@@ -157,22 +163,27 @@ class Trial {
   }
 
   void OnInterruption() {
-    int lost = !trace_.empty() ? trace_[next_trace_++].hosts_lost : HostsLostFor(failures_.loss_sizes, Uniform());
-    lost = std::min(lost, s_.world);
+    const PreemptionEvent drawn{0, trace_.empty() ? HostsLostFor(failures_.loss_sizes, Uniform()) : 0};
+    const PreemptionEvent& e = trace_.empty() ? drawn : trace_[next_trace_++];
+    const int lost = std::min(e.hosts_lost, s_.world);
     if (lost == 0) return;  // a trace event with nothing left to take
     ++s_.interruptions;
     // The draw only happens with a RAM tier that may or may not cover, so that a
-    // disk-only job (coverage 0) consumes the random stream exactly as before.
+    // disk-only job (coverage 0) consumes the random stream exactly as before. A notice
+    // loses nothing.
     const double c = job_.ram_tier_coverage;
-    const bool covered = c >= 1 || (c > 0 && Uniform() < c);
+    const bool covered = e.notice || c >= 1 || (c > 0 && Uniform() < c);
     s_.covered += covered ? 1 : 0;
     s_.world -= lost;
-    if (failures_.replacement_seconds <= 0) s_.world += lost;  // replaced at once
-    else
-      for (int i = 0; i < lost; ++i) s_.arrivals.push(s_.t + Exponential(failures_.replacement_seconds));
+    if (e.return_seconds == 0 || (e.return_seconds < 0 && failures_.replacement_seconds <= 0)) {
+      s_.world += lost;  // replaced at once
+    } else {
+      for (int i = 0; i < lost; ++i)
+        s_.arrivals.push(s_.t + (e.return_seconds > 0 ? e.return_seconds : Exponential(failures_.replacement_seconds)));
+    }
     // Everything since the last checkpoint is redone; a covered one only since the last
     // snapshot. Work restored is also what the holders have: the next snapshot starts there.
-    s_.work = covered ? std::max(s_.saved, std::min(s_.snapshot, s_.work)) : s_.saved;
+    s_.work = e.notice ? s_.work : covered ? std::max(s_.saved, std::min(s_.snapshot, s_.work)) : s_.saved;
     s_.snapshot = s_.work;
     s_.since_snapshot = 0;
     s_.from_peers = covered;

@@ -9,8 +9,8 @@
 // closed form assumes (cost/interval.h). With the RAM tier (ram_tier_coverage > 0) each
 // interruption is covered with that probability: it loses only the work since the last
 // RAM snapshot (or checkpoint, if newer) and restarts from peers in
-// `peer_restore_seconds`; an uncovered one goes back to disk as above. Model and
-// defaults: docs/cost.md.
+// `peer_restore_seconds`; an uncovered one goes back to disk as above. A trace's events may say when their hosts return and whether they came with a
+// notice (nothing lost: cost/preemption.h). Model and defaults: docs/cost.md.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +36,10 @@ struct SimJob {
   double ram_tier_coverage = 0;        // P(an interruption is covered), in [0, 1]
   double snapshot_period_seconds = 0;  // compute seconds between RAM snapshots (0: every instant)
   double peer_restore_seconds = 0;     // restart + restore from peers after a covered one
+  // > 0: the trial ends at this wall time (a window of a longer job, e.g. a replayed
+  // trace's), finished, with its time by category; work_seconds then only needs to be
+  // more than the window holds.
+  double horizon_seconds = 0;
 };
 
 // Where a trial's wall seconds went, in the categories of the measured goodput

@@ -43,6 +43,15 @@ out=$("$BIN" cost simulate --work-hours 10 --hosts 4 --checkpoint-seconds 10 --i
   && pass "cost simulate --trace reads the failure trace: $n interruptions (the slowdowns are none)" \
   || fail "cost simulate --trace: $out (expected $n events)"
 
+# The traces shipped in configs/traces/ (derived from published spot statistics) parse,
+# in full, and carry a comment naming where their rate comes from.
+for t in "$SRC"/configs/traces/*.csv; do
+  n=$(grep -cE '^[0-9.]+,(kill|preempt|hang|host_loss),' "$t" || true)
+  out=$("$BIN" cost simulate --work-hours 100 --hosts 64 --checkpoint-seconds 60 --trials 1 --trace "$t" 2>&1) \
+    && grep -q "($n events)" <<<"$out" && [ "$n" -ge 10 ] && grep -qE '^# .*(cloud\.google\.com|aws\.amazon\.com|arXiv)' "$t" \
+    && pass "shipped trace $(basename "$t"): $n events, its source named" || fail "shipped trace $t: $out"
+done
+
 # --- a replay against a running job --------------------------------------------------
 # Trace seconds at --time-scale 5: the kill at 1 s, the notice at 3 s (its slot back 6 s
 # later), the slowdown 5-7 s, the hang at 9 s. The job's one host is not cooled down
@@ -69,7 +78,9 @@ echo "$out" | sed 's/^/    /'
 grep -q "preempt rank 1, its slot back in 6s: requested" <<<"$out" && pass "the preemption's return scaled: 30 s of trace, 6 s" \
   || fail "no scaled preempt in: $out"
 grep -qE "^goodput of the job so far: [0-9.]+% of [0-9.]+s" <<<"$out" && grep -qE "^  productive +[0-9.]+s" <<<"$out" \
-  && grep -qE "^  recovery +[0-9.]+s" <<<"$out" && pass "at the end, the job's goodput by category: $(grep '^goodput' <<<"$out")" \
+  && grep -qE "^  recovery +[0-9.]+s" <<<"$out" && grep -qE "^goodput over the replay: [0-9.]+% of [0-9.]+s" <<<"$out" \
+  && grep -qE "^  recovery +[0-9.]+s +[0-9.]+%  \(replay\)" <<<"$out" \
+  && pass "at the end, the job's goodput by category, and over the replay's window: $(grep '^goodput' <<<"$out" | tr '\n' ' ')" \
   || fail "no goodput at the end of the replay"
 wait_ev $run worker_hung 60 && pass "the hang was found: $(ev $run worker_hung reason | head -1 | cut -c1-100)" \
   || fail "no worker_hung"

@@ -139,6 +139,49 @@ TEST(CostSimulatorTest, RigidJobWaitsForReplacementsAndIsBilledOnlyForHeldHosts)
   EXPECT_NEAR(s->trials[0].cost_usd, 2 * 1110, 1e-3);
 }
 
+// A trace's own semantics: a preemption with notice loses no work and restarts as from
+// peers; its host returns after the event's seconds; a horizon cuts the trial at that
+// wall time, and the categories fill exactly the window.
+TEST(CostSimulatorTest, TraceEventsWithNoticeAndReturnAndAHorizon) {
+  SimJob job = HandWorkedJob();  // work 1000, tau 400, delta 10, detect 5, restart 45
+  job.hosts = 2;
+  job.min_hosts = 2;
+  job.peer_restore_seconds = 15;
+  PreemptionModel f;  // replacements at once unless the event says otherwise
+  PreemptionEvent notice{500, 1};
+  notice.notice = true;
+  notice.return_seconds = 100;
+  // 0-400 work, 400-410 save, 410-500 work (490): notice at 500, nothing lost; 500-505
+  // detect; the rigid job waits for the host back at 600; 600-615 restore from peers;
+  // 615-925 work (800), 925-935 save, 935-1135 work, 1135-1145 save.
+  auto s = Simulate(job, f, {notice}, 1, 1);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const SimTrial& t = s->trials[0];
+  EXPECT_NEAR(t.completion_seconds, 1145, 1e-9);
+  EXPECT_NEAR(t.seconds.redone, 0, 1e-9);
+  EXPECT_NEAR(t.seconds.waiting, 95, 1e-9);
+  EXPECT_NEAR(t.seconds.recovery, 20, 1e-9);
+  EXPECT_EQ(t.covered, 1);
+  // The same, seen through a window of 700 s.
+  job.horizon_seconds = 700;
+  auto w = Simulate(job, f, {notice}, 1, 1);
+  ASSERT_TRUE(w.ok());
+  EXPECT_NEAR(w->trials[0].completion_seconds, 700, 1e-9);
+  EXPECT_NEAR(w->trials[0].seconds.total(), 700, 1e-9);
+  EXPECT_NEAR(w->trials[0].seconds.productive, 490 + 85, 1e-9);
+  // A kill whose slot is taken again at once (return 0) needs no replacement wait even
+  // under a model whose replacements take an hour.
+  PreemptionModel slow;
+  slow.replacement_seconds = 3600;
+  PreemptionEvent kill{500, 1};
+  kill.return_seconds = 0;
+  job.horizon_seconds = 0;
+  auto k = Simulate(job, slow, {kill}, 1, 1);
+  ASSERT_TRUE(k.ok());
+  EXPECT_NEAR(k->trials[0].seconds.waiting, 0, 1e-9);
+  EXPECT_NEAR(k->trials[0].completion_seconds, 1170, 1e-9);  // the hand-worked timeline
+}
+
 // A rigid job that loses a host waits for its replacement: that time is `waiting`, the
 // work lost at the interruption is `redone`, and the categories add up to the wall time.
 TEST(CostSimulatorTest, BreakdownOfARigidJobWaitingForAReplacement) {
@@ -256,7 +299,8 @@ TEST(CostSimulatorTest, CoveredInterruptionLosesOnlyTheWorkSinceTheSnapshot) {
   // The hand-worked trace above, now covered: snapshots every 30 compute seconds, 15 s
   // back from peers. 0-400 work, 400-410 save; 410-500 work (490), the last snapshot at
   // compute second 480 (16 x 30): back to 480, not 400. 500-505 detect, 505-520 peer
-  // restore, 520-920 work (880), 920-930 save, 930-1050 work (1000), 1050-1060 save.
+  // restore, 520-840 work (800: the saves keep their place, every 400 of work), 840-850
+  // save, 850-1050 work (1000), 1050-1060 save.
   SimJob job = HandWorkedJob();
   job.ram_tier_coverage = 1;
   job.snapshot_period_seconds = 30;
@@ -322,7 +366,7 @@ TEST(CostSimulatorTest, WithTheRamTierTheUncoveredDalyIntervalIsCheaperAndMatche
 
 TEST(CostSimulatorTest, RamTierClosedFormHoldsWhenPeerRecoveryIsLongAgainstTheMtti) {
   // M = 15 min, R_c = 10 min (e^{R_c/M} = 1.95 against 1 + R_c/M = 1.67): a form that
-  // let peer restarts finish unharmed would miss by far more than 3%.
+  // let peer restarts finish unharmed would miss by far more.
   const double m = 900, d = 60, r = 1200;
   const RamTierCost tier{0.8, 30, 600};
   SimJob job = DalyJob(DalyInterval(d, UncoveredMttiSeconds(m, tier.coverage)), 40);
@@ -337,7 +381,11 @@ TEST(CostSimulatorTest, RamTierClosedFormHoldsWhenPeerRecoveryIsLongAgainstTheMt
   const double rel = std::fabs(s->mean_seconds - closed) / closed;
   std::printf("RAM tier, harsh: simulated %.0f s vs closed form %.0f s: %.3f%% apart\n", s->mean_seconds, closed,
               100 * rel);
-  EXPECT_LT(rel, 0.03);
+  // The simulator's saves follow the work (a restore from peers keeps its place in the
+  // schedule, as a job's checkpoint_period in steps does); in this harsh regime the form
+  // is then conservative, by 6.4% at this seed.
+  EXPECT_LT(rel, 0.08);
+  EXPECT_LE(s->mean_seconds, closed);
   EXPECT_GT(s->mean_interruptions, 20);
 }
 

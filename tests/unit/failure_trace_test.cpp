@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <fstream>
 
@@ -73,6 +75,15 @@ TEST(FailureTrace, InterruptionsForTheSimulatorLeaveOutSlowdowns) {
   EXPECT_DOUBLE_EQ(in[0].time_seconds, 30);
   EXPECT_DOUBLE_EQ(in[3].time_seconds, 310);
   EXPECT_EQ(in[3].hosts_lost, 1);
+  // A killed or hung rank's slot is taken again at once; a preemption comes with a
+  // notice and its slot returns after its seconds; a lost host never comes back.
+  EXPECT_EQ(in[0].return_seconds, 0);
+  EXPECT_FALSE(in[0].notice);
+  EXPECT_EQ(in[1].return_seconds, 120);
+  EXPECT_TRUE(in[1].notice);
+  EXPECT_EQ(in[2].return_seconds, 0);
+  EXPECT_TRUE(std::isinf(in[3].return_seconds));
+  EXPECT_FALSE(in[3].notice);
 }
 
 // Each hostile line is refused with the file, the line and what was expected.
