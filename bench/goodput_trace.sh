@@ -94,17 +94,20 @@ if [[ " $PARTS " == *" dp "* ]]; then
        "$((events - kills)) preemptions with notice, slots back after $RETURN s), seed $SEED"
   if start_job dp num_workers=2:4; then
     # Calibration, before the window: three kills, then a preemption whose slot returns.
+    # A kill's cost is every recovery span it causes (a shrink, and a growth back if the
+    # slot's new worker joins later), so the kills' spans are summed and divided by 3.
     for k in 1 2 3; do
-      "$BIN" chaos kill --rank $k --run-dir "$WORK/dp" >/dev/null
-      wait_for 120 at_least_recoveries dp $k || true
-      sleep 5
+      n=$(recoveries dp)
+      "$BIN" chaos kill --rank 1 --run-dir "$WORK/dp" >/dev/null || true
+      wait_for 120 at_least_recoveries dp $((n + 1)) || true
+      sleep 8
     done
-    "$BIN" chaos preempt --rank 2 --seconds 15 --run-dir "$WORK/dp" >/dev/null
-    wait_for 180 at_least_recoveries dp 5 || true
+    n_kills=$(recoveries dp)
+    r_kill=$(report_field dp recoveries | tr -d '[] ' | tr ',' '\n' | awk 'NF { s += $1 } END { printf "%.3f", s / 3 }')
+    "$BIN" chaos preempt --rank 1 --seconds 15 --run-dir "$WORK/dp" >/dev/null || true
+    wait_for 180 at_least_recoveries dp $((n_kills + 2)) || true
     sleep 30  # a clean stretch, for the checkpoint stalls' share
-    r_kill=$(awk -v a="$(nth_recovery dp 1)" -v b="$(nth_recovery dp 2)" -v c="$(nth_recovery dp 3)" \
-      'BEGIN { printf "%.3f", (a + b + c) / 3 }')
-    r_shrink=$(nth_recovery dp 4); r_grow=$(nth_recovery dp 5)
+    r_shrink=$(nth_recovery dp $((n_kills + 1))); r_grow=$(nth_recovery dp $((n_kills + 2)))
     ckpt=$(report_field dp seconds.checkpoint); prod=$(report_field dp seconds.productive)
     share=$(awk -v c="$ckpt" -v p="$prod" 'BEGIN { printf "%.4f", (p > 0 ? c / p : 0) }')
     r_peer=$(awk -v a="$r_kill" -v b="$r_shrink" -v k="$kills" -v n="$events" \
@@ -113,7 +116,7 @@ if [[ " $PARTS " == *" dp "* ]]; then
     # data-parallel job is its last completed step.
     step=$(grep -o '"step_time":[0-9.e+-]*' "$WORK/dp/metrics.jsonl" | cut -d: -f2 | sort -g \
       | awk '{ a[NR] = $1 } END { printf "%.3f", a[int((NR + 1) / 2)] }')
-    printf "  calibration (same job, before the window): kill -> training again %.2fs (mean of 3); notice -> %.2fs;" \
+    printf "  calibration (same job, before the window): a kill's recoveries %.2fs (of 3); notice -> %.2fs;" \
       "$r_kill" "$r_shrink"
     printf " slot back -> %.2fs; step %.3fs; checkpoint stalls %.2f%% of compute\n" "$r_grow" "$step" \
       "$(awk -v s="$share" 'BEGIN { print 100 * s }')"
@@ -158,8 +161,9 @@ if [[ " $PARTS " == *" slow "* ]]; then
     if start_job $run num_workers=2:4 straggler_policy=$policy; then
       replay $run "$trace"
       m=($(measured $run))
-      printf "  straggler_policy=%-8s goodput %s%% (productive %s, recovery %s, waiting %s); metrics lines %s\n" \
-        "$policy" "${m[0]}" "${m[1]}" "${m[3]}" "${m[5]}" "$(wc -l <"$WORK/$run/metrics.jsonl")"
+      printf "  straggler_policy=%-8s goodput %s%% (productive %s, redone %s, recovery %s, checkpoint %s, waiting %s);" \
+        "$policy" "${m[0]}" "${m[1]}" "${m[2]}" "${m[3]}" "${m[4]}" "${m[5]}"
+      printf " steps %s\n" "$(wc -l <"$WORK/$run/metrics.jsonl")"
     fi
   done
 fi

@@ -3,7 +3,9 @@
 # kill, a preemption notice whose slot returns, a slowdown and a hang, and recovers from
 # each: 2 failures counted (the kill and the hang), the preemption not; the job shrinks
 # to 3 and grows back to 4 once the preempted capacity returns. `chaos trace` writes the
-# same trace for the same seed; `cost simulate --trace` reads a failure trace. Hostile
+# same trace for the same seed; `cost simulate --trace` reads a failure trace, and the
+# traces shipped in configs/traces/; at its end the replay prints the goodput over its
+# own window too. Hostile
 # traces (unknown events, negative or unordered times, bad targets, huge files, JSON with
 # unknown keys) are refused with one line naming the file, the line or event, and what
 # was expected, before anything is sent.
