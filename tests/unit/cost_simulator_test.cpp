@@ -122,12 +122,18 @@ TEST(CostSimulatorTest, TraceReplayMatchesATimelineWorkedByHand) {
   EXPECT_NEAR(s->mean_breakdown.goodput(), 1000.0 / 1170, 1e-9);
 }
 
-TEST(CostSimulatorTest, RigidJobWaitsForReplacementsAndIsBilledOnlyForHeldHosts) {
+// Two hosts, both needed; 1000 s of work and one save at the end (tau 2000 s, delta 10 s).
+SimJob RigidTwoHostJob() {
   SimJob job;
   job.hosts = job.min_hosts = 2;
   job.work_seconds = 1000;
   job.interval_seconds = 2000;
   job.checkpoint_seconds = 10;
+  return job;
+}
+
+TEST(CostSimulatorTest, RigidJobWaitsForReplacementsAndIsBilledOnlyForHeldHosts) {
+  SimJob job = RigidTwoHostJob();
   job.usd_per_host_hour = 3600;
   PreemptionModel f;
   f.replacement_seconds = 1e-9;  // effectively at once, but through the waiting path
@@ -185,11 +191,7 @@ TEST(CostSimulatorTest, TraceEventsWithNoticeAndReturnAndAHorizon) {
 // A rigid job that loses a host waits for its replacement: that time is `waiting`, the
 // work lost at the interruption is `redone`, and the categories add up to the wall time.
 TEST(CostSimulatorTest, BreakdownOfARigidJobWaitingForAReplacement) {
-  SimJob job;
-  job.hosts = job.min_hosts = 2;
-  job.work_seconds = 1000;
-  job.interval_seconds = 2000;
-  job.checkpoint_seconds = 10;
+  SimJob job = RigidTwoHostJob();
   job.detection_seconds = 3;
   PreemptionModel f;
   f.replacement_seconds = 200;
