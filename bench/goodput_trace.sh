@@ -15,6 +15,8 @@
 # Figures are printed, never asserted; exit 1 only when a run broke.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/bench/bench_lib.sh"  # wait_for
+WAIT_FOR_POLL=1  # each look starts processes (elastrain report, status)
 BIN=$(readlink -f "${1:-$ROOT/build/elastrain}")
 JQ=$(dirname "$BIN")/json_query
 MINUTES=${MINUTES:-10}
@@ -40,11 +42,6 @@ broken=0
 report_field() { "$BIN" report "$WORK/$1" --json 2>/dev/null | "$JQ" "$2" 2>/dev/null || echo 0; }
 recoveries() { report_field "$1" recoveries | tr -d '[] ' | tr ',' '\n' | grep -c . || true; }
 nth_recovery() { report_field "$1" "recoveries.$(($2 - 1))"; }  # nth_recovery RUN N (from 1)
-# wait_for SECONDS CMD...: until CMD succeeds (exit 1 on the deadline).
-wait_for() {
-  local until=$((SECONDS + $1)); shift
-  until "$@"; do [ $SECONDS -lt $until ] || return 1; sleep 1; done
-}
 training() { "$BIN" status --run-dir "$WORK/$1" --json 2>/dev/null | "$JQ" step 2>/dev/null | awk '{exit !($1 >= 5)}'; }
 at_least_recoveries() { [ "$(recoveries "$1")" -ge "$2" ]; }
 

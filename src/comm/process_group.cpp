@@ -226,7 +226,7 @@ Result<std::unique_ptr<ProcessGroup>> ProcessGroup::Connect(
     // accepts, so a connected mesh does not yet prove every peer alive. One barrier does:
     // Connect succeeds only when all ranks got this far.
     ring::WaitList waits;  // no watcher yet: nothing aborts this one but its timeout
-    ring::Barrier(ring::Call{*ctx, Clock::now() + opt.timeout, 0, waits});
+    ring::Barrier(ring::Call{*ctx, Clock::now() + opt.timeout, /*tag=*/0, waits});  // collectives' tags start at 1
     LOG_DEBUG("comm: connected {} in {} ms", who,
               std::chrono::duration_cast<milliseconds>(Clock::now() - start).count());
     return std::unique_ptr<ProcessGroup>(new ProcessGroup(prefix, rank, size, opt, std::move(ctx)));

@@ -177,7 +177,7 @@ class ProcessGroup {
   const int size_;
   const GroupOptions opt_;
   std::shared_ptr<gloo::Context> ctx_;  // null when size_ == 1
-  uint32_t next_tag_ = 0;
+  uint32_t next_tag_ = 1;  // 0 is Connect's closing barrier
   double busy_seconds_ = 0;
   CollectiveTracker* tracker_;  // opt_.tracker until set_tracker
   std::string first_error_;  // set once, by the first failed collective

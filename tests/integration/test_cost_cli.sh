@@ -97,6 +97,10 @@ expect_error2 "simulate: missing trace" "--trace $WORK/no.csv: no such file" -- 
   cost simulate --work-hours 1 --checkpoint-seconds 10 --trace "$WORK/no.csv"
 expect_error2 "simulate: bad trials" "--trials=0: expected an integer in \[1, " -- \
   cost simulate --work-hours 1 --checkpoint-seconds 10 --trials 0
+expect_error2 "simulate: negative horizon" "--horizon-seconds=-5: expected a number > 0" -- \
+  cost simulate --horizon-seconds -5 --checkpoint-seconds 10
+expect_error2 "simulate: horizon not a number" "--horizon-seconds=abc: expected a number > 0" -- \
+  cost simulate --horizon-seconds abc --checkpoint-seconds 10
 expect_error2 "simulate: nothing to simulate" "expected tokens=N \(simulate a plan\) or --work-hours H" -- cost simulate
 expect_error2 "simulate: unknown offer" "--offer tpu-v9: not in the catalog" -- \
   cost simulate model_name=llama3-8b tokens=1e11 --offer tpu-v9
