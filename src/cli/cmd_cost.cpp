@@ -36,7 +36,8 @@ constexpr char kPlanUsage[] =
     "       [--spot-host-mtti 24h] [--spot-loss-sizes 1:0.7,2:0.2,4:0.1] [--spot-replacement-seconds 600]\n"
     "       [--on-demand-host-mtti 6336h] [--on-demand-loss-sizes 1:1] [--on-demand-replacement-seconds 300]\n"
     "       [--mix-on-demand-fraction 0.25] [--memory-snapshot-replicas 0 (RAM tier off) | 1..8]\n"
-    "       [--memory-snapshot-period 1] [--ram-tier-coverage 0.9] [--peer-restore-gbps-per-host 10]\n"
+    "       [--memory-snapshot-period 1 | auto] [--snapshot-copy-seconds 0] [--ram-tier-coverage 0.9]\n"
+    "       [--peer-restore-gbps-per-host 10]\n"
     "      every catalog offer x spot, on-demand, mix x host count: fit, time, goodput, cost; cheapest first\n";
 constexpr char kSimulateUsage[] =
     "  simulate [plan arguments] [--offer NAME] [--capacity spot|on-demand|mix] [--hosts N]\n"
@@ -44,7 +45,8 @@ constexpr char kSimulateUsage[] =
     "  simulate --work-hours H|--horizon-seconds S [--hosts N] [--min-hosts N] --checkpoint-seconds D\n"
     "           [--interval-seconds T] [--detection-seconds S] [--restart-seconds S]\n"
     "           [--host-mtti 24h] [--loss-sizes 1:1] [--replacement-seconds W] [--usd-per-host-hour P]\n"
-    "           [--ram-tier-coverage C --snapshot-period-seconds S --peer-restore-seconds P] ...\n"
+    "           [--ram-tier-coverage C --snapshot-period-seconds S|auto --snapshot-copy-seconds X\n"
+    "            --peer-restore-seconds P] ...\n"
     "      Monte Carlo (or a replayed trace) of completion time and cost: p50, p90, an SVG scatter\n";
 
 void PrintCostUsage() {
@@ -192,11 +194,15 @@ std::string BestPlanText(const std::vector<PlanCandidate>& ranked, const PlanRep
                   best.offer.name, CapacityName(best.capacity), best.hosts, best.chips, best.offer.accelerator,
                   best.cost_usd, Hours(best.expected_seconds), Hours(best.ideal_seconds), best.goodput);
   o += WhyBest(best, ranked, report.candidates, req);
-  if (req.memory_snapshot_replicas > 0)
+  if (req.memory_snapshot_replicas > 0 && best.snapshot_period_steps == 0)
+    o += "ram tier: off (memory_snapshot_period=auto: its best period is not under half the disk interval, so a "
+         "copy costs more than the work it saves)\n";
+  else if (req.memory_snapshot_replicas > 0)
     o += fmt::format(
-        "ram tier: covers {:.2f} of interruptions (one every {:.1f} h goes to disk, so tau is Daly at that MTTI); a "
+        "ram tier: a copy every {} step(s){}; covers {:.2f} of interruptions (one every {:.1f} h goes to disk, so tau is Daly at that MTTI); a "
         "covered one costs {:.0f} s of recovery from peers + ~{:.1f} s of redone work (half a {:.1f} s snapshot "
         "period); host RAM {:.2f} GiB per rank, {:.1f} GiB per host\n",
+        best.snapshot_period_steps, req.memory_snapshot_period_auto ? " (chosen: memory_snapshot_period=auto)" : "",
         best.ram_tier_coverage, best.uncovered_mtti_seconds / 3600, best.peer_recovery_seconds,
         best.snapshot_period_seconds / 2, best.snapshot_period_seconds, best.ram_tier_bytes_per_chip / (1 << 30),
         best.ram_tier_bytes_per_chip * best.offer.chips_per_host / (1 << 30));

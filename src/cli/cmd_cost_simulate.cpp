@@ -18,6 +18,7 @@
 #include "cost/interval.h"
 #include "cost/planner.h"
 #include "cost/simulator.h"
+#include "cost/snapshot_period.h"
 #include "cost/svg_plot.h"
 
 namespace elastrain {
@@ -122,6 +123,7 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
     s.job.usd_per_host_hour = p.usd_per_hour / hosts;
     s.job.ram_tier_coverage = p.ram_tier_coverage;  // 0 unless --memory-snapshot-replicas
     s.job.snapshot_period_seconds = p.snapshot_period_seconds;
+    s.job.snapshot_copy_seconds = p.ram_tier_coverage > 0 ? req.snapshot_copy_seconds : 0;
     s.job.peer_restore_seconds = req.restart_seconds + p.peer_restore_seconds;
     s.failures = FailuresOf(req, p);
     s.closed_form_seconds = p.expected_seconds;
@@ -137,19 +139,56 @@ Status ReadRawRamTier(const CostArgs& a, SimJob* job) {
   // at a time: the survivors hold the state).
   ELASTRAIN_ASSIGN_OR_RETURN(job->ram_tier_coverage, a.Number("--ram-tier-coverage", 0, 0, 1));
   if (job->ram_tier_coverage == 0) {
-    for (const char* f : {"--snapshot-period-seconds", "--peer-restore-seconds"})
+    for (const char* f : {"--snapshot-period-seconds", "--peer-restore-seconds", "--snapshot-copy-seconds"})
       if (a.Has(f))
         return Status::InvalidArgument(
             fmt::format("{}={}: the RAM tier is off; expected --ram-tier-coverage C > 0 with it", f, a.String(f, "")));
     return Status::OK();
   }
-  ELASTRAIN_ASSIGN_OR_RETURN(job->snapshot_period_seconds, a.Number("--snapshot-period-seconds", 0, 0, INFINITY));
+  if (a.String("--snapshot-period-seconds", "") != "auto") {  // auto: RawScenario chooses
+    auto period = a.Number("--snapshot-period-seconds", 0, 0, INFINITY);
+    if (!period.ok())
+      return Status::InvalidArgument(period.status().message() + ", or auto (chosen as training chooses it)");
+    job->snapshot_period_seconds = period.value();
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(job->snapshot_copy_seconds, a.Number("--snapshot-copy-seconds", 0, 0, 1e9));
+  if (job->snapshot_copy_seconds > 0 && job->snapshot_period_seconds <= 0 && a.String("--snapshot-period-seconds", "") != "auto")
+    return Status::InvalidArgument(fmt::format(
+        "--snapshot-copy-seconds={}: a copy that costs time needs --snapshot-period-seconds S > 0 (or auto)",
+        a.String("--snapshot-copy-seconds", "")));
   ELASTRAIN_ASSIGN_OR_RETURN(job->peer_restore_seconds,
                              a.Number("--peer-restore-seconds", job->restart_seconds, 0, INFINITY));
   return Status::OK();
 }
 
-Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
+// --snapshot-period-seconds auto: the choice training makes (cost/snapshot_period.h), at
+// the covered MTTI (the job's MTTI, or the trace's mean interval, over the coverage)
+// against the disk interval the job would have without the tier. Off: coverage 0.
+std::string ChooseRawSnapshotPeriod(const CostArgs& a, const std::vector<PreemptionEvent>& trace, double mtti,
+                                    Scenario* s) {
+  SimJob& job = s->job;
+  if (!trace.empty()) {
+    const double span = job.horizon_seconds > 0 ? job.horizon_seconds : trace.back().time_seconds;
+    if (span > 0) mtti = span / static_cast<double>(trace.size());
+  }
+  const double tau_off = a.Has("--interval-seconds") ? job.interval_seconds : DalyInterval(job.checkpoint_seconds, mtti);
+  const SnapshotChoice c = ChooseSnapshotInterval(job.snapshot_copy_seconds, mtti / job.ram_tier_coverage, tau_off);
+  std::string note = fmt::format(
+      "  memory_snapshot_period=auto: a copy costs {:g} s, covered interruptions come every {:.1f} s, the disk "
+      "interval would be {:.1f} s: Young's interval for the copy {:.2f} s is {} half of it, so the RAM tier is {}\n",
+      job.snapshot_copy_seconds, mtti / job.ram_tier_coverage, tau_off, c.interval_seconds,
+      c.on ? "under" : "not under", c.on ? fmt::format("on, a copy every {:.2f} s", c.interval_seconds) : "off");
+  if (c.on) {
+    job.snapshot_period_seconds = c.interval_seconds;
+    return note;
+  }
+  job.ram_tier_coverage = job.snapshot_period_seconds = job.snapshot_copy_seconds = 0;
+  job.interval_seconds = tau_off;
+  return note;
+}
+
+Result<std::vector<Scenario>> RawScenario(const CostArgs& a, const std::vector<PreemptionEvent>& trace,
+                                          std::string* header) {
   Scenario s;
   if (!a.passthrough().empty())
     return Status::InvalidArgument(fmt::format(
@@ -182,6 +221,8 @@ Result<std::vector<Scenario>> RawScenario(const CostArgs& a) {
   ELASTRAIN_ASSIGN_OR_RETURN(s.job.interval_seconds, a.Number("--interval-seconds",
                                                               std::isfinite(daly) ? daly : s.job.work_seconds, 0,
                                                               INFINITY, true));
+  if (s.job.ram_tier_coverage > 0 && a.String("--snapshot-period-seconds", "") == "auto")
+    *header += ChooseRawSnapshotPeriod(a, trace, mtti, &s);
   const RamTierCost tier{s.job.ram_tier_coverage, s.job.snapshot_period_seconds,
                          s.job.detection_seconds + s.job.peer_restore_seconds + s.failures.replacement_seconds};
   s.closed_form_seconds =
@@ -198,7 +239,7 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
   for (const char* f : {"--offer", "--capacity", "--hosts", "--min-hosts", "--resize-seconds", "--trials", "--seed",
                         "--trace", "--svg", "--work-hours", "--checkpoint-seconds", "--interval-seconds", "--host-mtti",
                         "--loss-sizes", "--replacement-seconds", "--usd-per-host-hour", "--snapshot-period-seconds",
-                        "--peer-restore-seconds", "--horizon-seconds"})
+                        "--peer-restore-seconds", "--horizon-seconds", "--snapshot-copy-seconds"})
     flags.insert(f);
   auto parsed = CostArgs::Parse(argv, flags);
   if (!parsed.ok()) return Fail(parsed.status());
@@ -214,7 +255,7 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
     trace = std::move(t.value());
   }
   std::string header;
-  auto scenarios = a.HasKey("tokens") ? PlannedScenarios(a, &header) : RawScenario(a);
+  auto scenarios = a.HasKey("tokens") ? PlannedScenarios(a, &header) : RawScenario(a, trace, &header);
   if (!scenarios.ok()) return Fail(scenarios.status());
 
   std::string o = header;
@@ -237,9 +278,9 @@ int RunCostSimulate(const std::vector<std::string>& argv) {
                      r.p50_cost, r.p90_cost, r.mean_interruptions, r.unfinished);
     if (s.job.ram_tier_coverage > 0)
       ram_lines += fmt::format("  {}: RAM tier covers {:.2f} ({:.1f} of {:.1f} interruptions per trial restored from "
-                               "peers in {:.0f} s; snapshot every {:.1f} s of compute)\n",
+                               "peers in {:.0f} s; snapshot every {:.1f} s of compute, each adding {:g} s)\n",
                                s.label, s.job.ram_tier_coverage, r.mean_covered, r.mean_interruptions,
-                               s.job.peer_restore_seconds, s.job.snapshot_period_seconds);
+                               s.job.peer_restore_seconds, s.job.snapshot_period_seconds, s.job.snapshot_copy_seconds);
     const SimBreakdown& m = r.mean_breakdown;
     const double wall = std::max(m.total(), 1e-12);
     breakdown_lines += fmt::format(

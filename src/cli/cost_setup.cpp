@@ -113,13 +113,20 @@ Status ReadRamTierFlags(const CostArgs& a, PlanRequest* r) {
   ELASTRAIN_ASSIGN_OR_RETURN(int64_t replicas, a.Integer("--memory-snapshot-replicas", 0, 0, 8));
   r->memory_snapshot_replicas = static_cast<int>(replicas);
   if (replicas == 0) {
-    for (const char* f : {"--memory-snapshot-period", "--ram-tier-coverage", "--peer-restore-gbps-per-host"})
+    for (const char* f : {"--memory-snapshot-period", "--ram-tier-coverage", "--peer-restore-gbps-per-host",
+                          "--snapshot-copy-seconds"})
       if (a.Has(f))
         return Status::InvalidArgument(fmt::format(
             "{}={}: the RAM tier is off; expected --memory-snapshot-replicas N (1 to 8) with it", f, a.String(f, "")));
     return Status::OK();
   }
-  ELASTRAIN_ASSIGN_OR_RETURN(r->memory_snapshot_period, a.Integer("--memory-snapshot-period", 1, 1, int64_t{1} << 40));
+  r->memory_snapshot_period_auto = a.String("--memory-snapshot-period", "") == "auto";
+  if (!r->memory_snapshot_period_auto) {
+    auto period = a.Integer("--memory-snapshot-period", 1, 1, int64_t{1} << 40);
+    if (!period.ok()) return Status::InvalidArgument(period.status().message() + ", or auto (chosen per plan)");
+    r->memory_snapshot_period = period.value();
+  }
+  ELASTRAIN_ASSIGN_OR_RETURN(r->snapshot_copy_seconds, a.Number("--snapshot-copy-seconds", 0, 0, INFINITY));
   ELASTRAIN_ASSIGN_OR_RETURN(r->ram_tier_coverage,
                              a.Number("--ram-tier-coverage", 1 - kRamTierUncoveredFraction, 0, 1));
   if (r->ram_tier_coverage >= 1)
@@ -151,7 +158,7 @@ const std::set<std::string>& CostSetupFlags() {
       "--deadline", "--budget", "--mfu", "--metrics", "--workers", "--catalog", "--mix-on-demand-fraction",
       "--checkpoint-gbps-per-host", "--detection-seconds", "--restart-seconds", "--spot-host-mtti",
       "--spot-replacement-seconds", "--spot-loss-sizes", "--on-demand-host-mtti", "--on-demand-replacement-seconds",
-      "--on-demand-loss-sizes", "--memory-snapshot-replicas", "--memory-snapshot-period", "--ram-tier-coverage",
+      "--on-demand-loss-sizes", "--memory-snapshot-replicas", "--memory-snapshot-period", "--snapshot-copy-seconds", "--ram-tier-coverage",
       "--peer-restore-gbps-per-host"};
   return f;
 }
@@ -219,10 +226,15 @@ std::string DescribeSetup(const CostSetup& s) {
                    "+ {} activations per chip\n",
                    FormatBytes(mem.param_bytes + mem.grad_bytes + mem.optimizer_bytes), FormatBytes(mem.activation_bytes));
   if (r.memory_snapshot_replicas > 0)
-    o += fmt::format("ram tier: {} replica(s) of each shard every {} step(s): (1 staging + 2 x {} buffers) x 12 B x "
-                     "params = {} of host RAM in all, / chips per rank; covers {:g} of interruptions (at most those "
-                     "that spare a host), restores from peers at {:g} GB/s per host\n",
-                     r.memory_snapshot_replicas, r.memory_snapshot_period, r.memory_snapshot_replicas,
+    o += fmt::format("ram tier: {} replica(s) of each shard {}, a copy adding {:g} s to its step: (1 staging + 2 x "
+                     "{} buffers) x 12 B x params = {} of host RAM in all, / chips per rank; covers {:g} of "
+                     "interruptions (at most those that spare a host), restores from peers at {:g} GB/s per host\n",
+                     r.memory_snapshot_replicas,
+                     r.memory_snapshot_period_auto
+                         ? std::string("at a period chosen per plan, or off (memory_snapshot_period=auto: Young's "
+                                       "interval for the copy, kept when under half the disk interval)")
+                         : fmt::format("every {} step(s)", r.memory_snapshot_period),
+                     r.snapshot_copy_seconds, r.memory_snapshot_replicas,
                      FormatBytes((1 + 2 * r.memory_snapshot_replicas) * (mem.param_bytes + mem.optimizer_bytes)),
                      r.ram_tier_coverage, r.peer_restore_bytes_per_second_per_host / 1e9);
   o += fmt::format("checkpoint: {:.1f} GB (parameters + AdamW m, v) at {:g} GB/s per host, restored at the same rate\n",

@@ -317,6 +317,7 @@ Result<TrainConfig> LoadFiles(const std::vector<ConfigFile>& files, bool maxtext
   ELASTRAIN_RETURN_IF_ERROR(ResolveModel(l.model, &c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveWorkerRange(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveCheckpointPeriod(&c));
+  ELASTRAIN_RETURN_IF_ERROR(ResolveMemorySnapshotPeriod(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveSchedule(&c));
   ELASTRAIN_RETURN_IF_ERROR(ResolveBatch(&c));
   ELASTRAIN_RETURN_IF_ERROR(ValidateTrainConfig(c));

@@ -158,7 +158,12 @@ struct TrainConfig {
   std::string load_parameters_path;
   CheckpointFailurePolicy checkpoint_failure_policy = CheckpointFailurePolicy::kContinue;  // continue | fail
   // --- the RAM tier of sharded jobs (train/ram_tier_copies.h, docs/elastic.md) ---
+  std::string memory_snapshot_period_spec = "1";  // key memory_snapshot_period: steps, 0 (off), or "auto"
+  // Parsed from memory_snapshot_period_spec by LoadConfig. auto: the tier is kept (1 here)
+  // and the period, or off, is chosen in training from the measured copy cost and the
+  // failures seen (cost/snapshot_period.h, docs/cost.md).
   int64_t memory_snapshot_period = 1;    // steps between peer copies of each shard; 0: off
+  bool memory_snapshot_period_auto = false;
   int64_t memory_snapshot_replicas = 1;  // buddy ranks holding a copy of each shard
   // --- parallelism (plan/mesh.h, docs/parallelism.md) ---
   std::string num_workers_spec = "1";        // key num_workers: "N" (fixed) or "MIN:MAX" (elastic)

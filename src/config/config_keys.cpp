@@ -112,7 +112,7 @@ const std::vector<ConfigKey>& ConfigKeys() {
       KEY("load_full_state_path", "checkpoint", load_full_state_path, "a checkpoint directory to resume from (parameters, optimizer, step, data state)"),
       KEY("load_parameters_path", "checkpoint", load_parameters_path, "a checkpoint directory to take parameters from (fresh optimizer, step 0)"),
       CHOICE("checkpoint_failure_policy", "checkpoint", checkpoint_failure_policy, kCheckpointFailurePolicyChoices, "", "continue | fail: what a failed save does to training (the previous checkpoint stays intact)"),
-      KEY("memory_snapshot_period", "checkpoint", memory_snapshot_period, "sharded jobs (fsdp or tensor > 1): steps between copies of each rank's shard into buddy ranks' RAM, restored from after a failure; in [0, 2^40]; 0: off"),
+      KEY("memory_snapshot_period", "checkpoint", memory_snapshot_period_spec, "sharded jobs (fsdp or tensor > 1): steps between copies of each rank's shard into buddy ranks' RAM, restored from after a failure; in [0, 2^40]; 0: off; auto: chosen, or off, from the measured copy cost and the failures seen (docs/cost.md)"),
       KEY("memory_snapshot_replicas", "checkpoint", memory_snapshot_replicas, "buddy ranks (on other hosts first) holding a RAM copy of each shard, in [1, 8]"),
 
       KEY("num_workers", "parallelism", num_workers_spec, "worker processes (ranks): N, or MIN:MAX for an elastic job (1 <= MIN <= MAX <= 2^20); the mesh axes multiply to the world size"),

@@ -347,6 +347,22 @@ Status ResolveCheckpointPeriod(TrainConfig* c) {
   return Status::OK();
 }
 
+Status ResolveMemorySnapshotPeriod(TrainConfig* c) {
+  const std::string& s = c->memory_snapshot_period_spec;
+  c->memory_snapshot_period_auto = s == "auto";
+  if (c->memory_snapshot_period_auto) {
+    c->memory_snapshot_period = 1;
+    return Status::OK();
+  }
+  int64_t v = 0;
+  if (!ParseConfigInteger(s, &v) || v < 0 || v > kMaxSteps)
+    return Bad("memory_snapshot_period", s, fmt::format("expected a number of steps in [0, {}] (0: off), or auto "
+                                                        "(chosen from the measured copy cost and the failures seen)",
+                                                        kMaxSteps));
+  c->memory_snapshot_period = v;
+  return Status::OK();
+}
+
 Status ResolveSchedule(TrainConfig* c) {
   if (c->steps == -1 && c->learning_rate_schedule_steps == -1)
     return Status::InvalidArgument(

@@ -15,6 +15,10 @@ Status ResolveWorkerRange(TrainConfig* c);
 // Parses checkpoint_period ("N" steps or "auto") into checkpoint_period and
 // checkpoint_period_auto (auto: checkpoint_period = checkpoint_period_min).
 Status ResolveCheckpointPeriod(TrainConfig* c);
+// Parses memory_snapshot_period ("N" steps, 0 for off, or "auto") into
+// memory_snapshot_period and memory_snapshot_period_auto (auto: memory_snapshot_period = 1,
+// the tier kept; the trainer chooses the period).
+Status ResolveMemorySnapshotPeriod(TrainConfig* c);
 // Resolves steps=-1 (learning_rate_schedule_steps) and learning_rate_schedule_steps=-1
 // (steps) into positive counts, as MaxText does; both -1 is an error.
 Status ResolveSchedule(TrainConfig* c);

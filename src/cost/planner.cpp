@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "cost/interval.h"
+#include "cost/snapshot_period.h"
 #include "model/flops.h"
 
 namespace elastrain {
@@ -36,7 +37,14 @@ void AddRamTier(const PlanRequest& req, double rate_spot, double rate_od, double
   p->uncovered_mtti_seconds = UncoveredMttiSeconds(p->job_mtti_seconds, p->ram_tier_coverage);
   p->step_seconds = static_cast<double>(req.micro_batch * req.seq_len) * p->flops_per_token /
                     (p->offer.peak_flops * req.mfu);
-  p->snapshot_period_seconds = static_cast<double>(req.memory_snapshot_period) * p->step_seconds;
+  p->snapshot_period_steps = req.memory_snapshot_period;
+  if (req.memory_snapshot_period_auto) {  // against the disk tier alone, at its own Daly interval
+    const double covered_mtti = p->ram_tier_coverage > 0 ? p->job_mtti_seconds / p->ram_tier_coverage : INFINITY;
+    const SnapshotChoice c = ChooseSnapshotInterval(
+        req.snapshot_copy_seconds, covered_mtti, DalyInterval(p->checkpoint_seconds, p->job_mtti_seconds));
+    p->snapshot_period_steps = SnapshotPeriodSteps(c, p->step_seconds, int64_t{1} << 40);
+  }
+  p->snapshot_period_seconds = static_cast<double>(p->snapshot_period_steps) * p->step_seconds;
   p->peer_restore_seconds = p->checkpoint_bytes / (p->hosts * req.peer_restore_bytes_per_second_per_host);
   p->peer_recovery_seconds = req.detection_seconds + req.restart_seconds + p->peer_restore_seconds + wait;
   p->ram_tier_bytes_per_chip = (1 + 2.0 * req.memory_snapshot_replicas) * p->checkpoint_bytes / p->chips;
@@ -76,13 +84,22 @@ PlanCandidate EvaluatePlan(const PlanRequest& req, const AcceleratorOffer& offer
       (rate_spot * req.spot.replacement_seconds + rate_od * req.on_demand.replacement_seconds) / (rate_spot + rate_od);
   // Restoring reads what a save writes, at the same bandwidth.
   p.recovery_seconds = req.detection_seconds + req.restart_seconds + write_seconds + wait;
-  if (req.memory_snapshot_replicas > 0) {
-    AddRamTier(req, rate_spot, rate_od, wait, &p);
+  if (req.memory_snapshot_replicas > 0) AddRamTier(req, rate_spot, rate_od, wait, &p);
+  if (req.memory_snapshot_replicas > 0 && p.snapshot_period_steps > 0) {
     const RamTierCost tier{p.ram_tier_coverage, p.snapshot_period_seconds, p.peer_recovery_seconds};
     p.interval_seconds = DalyInterval(p.checkpoint_seconds, p.uncovered_mtti_seconds);
-    p.expected_seconds = RamTierExpectedWallTime(p.ideal_seconds, p.interval_seconds, p.checkpoint_seconds,
+    // Each copy adds snapshot_copy_seconds to a step: the work stretches by that share.
+    const double work = p.snapshot_period_seconds > 0
+                            ? p.ideal_seconds * (1 + req.snapshot_copy_seconds / p.snapshot_period_seconds)
+                            : p.ideal_seconds;
+    p.expected_seconds = RamTierExpectedWallTime(work, p.interval_seconds, p.checkpoint_seconds,
                                                  p.job_mtti_seconds, p.recovery_seconds, tier);
   } else {
+    if (req.memory_snapshot_replicas > 0) {  // auto turned it off: a disk-only plan
+      p.ram_tier_coverage = 0;
+      p.uncovered_mtti_seconds = p.job_mtti_seconds;
+      p.peer_recovery_seconds = p.peer_restore_seconds = 0;
+    }
     p.interval_seconds = DalyInterval(p.checkpoint_seconds, p.job_mtti_seconds);
     p.expected_seconds = DalyExpectedWallTime(p.ideal_seconds, p.interval_seconds, p.checkpoint_seconds,
                                               p.job_mtti_seconds, p.recovery_seconds);

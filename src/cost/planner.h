@@ -44,6 +44,10 @@ struct PlanRequest {
   // The RAM tier: 0 replicas is a disk-only job (the planner's default).
   int memory_snapshot_replicas = 0;     // buddy copies of each shard
   int64_t memory_snapshot_period = 1;   // steps between snapshots
+  // memory_snapshot_period=auto: the period, or off, chosen per plan as training chooses it
+  // (cost/snapshot_period.h), from snapshot_copy_seconds and the plan's covered MTTI.
+  bool memory_snapshot_period_auto = false;
+  double snapshot_copy_seconds = 0;     // what a copy adds to a step (0: it hides behind compute)
   double ram_tier_coverage = 1 - kRamTierUncoveredFraction;  // P(covered), in [0, 1)
   double peer_restore_bytes_per_second_per_host = kDefaultPeerRestoreBytesPerSecondPerHost;
 };
@@ -71,6 +75,7 @@ struct PlanCandidate {
   double uncovered_mtti_seconds = 0;   // M_u = M / (1 - c): the disk interval's MTTI
   double step_seconds = 0;             // micro_batch x seq_len tokens per chip, at the plan's speed
   double snapshot_period_seconds = 0;  // s = memory_snapshot_period x step_seconds
+  int64_t snapshot_period_steps = 0;   // the period used (auto: chosen; 0: auto turned the tier off)
   double peer_restore_seconds = 0;     // checkpoint_bytes / (hosts x peer bandwidth)
   double peer_recovery_seconds = 0;    // R_c: detection + restart + peer restore + replacement wait
   double ram_tier_bytes_per_chip = 0;  // host RAM per rank: (1 + 2 replicas) x checkpoint_bytes / chips

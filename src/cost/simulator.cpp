@@ -56,7 +56,10 @@ class Trial {
         std::mt19937_64& rng)
       : job_(job), failures_(failures), trace_(trace), rng_(rng),
         usd_per_host_second_(job.usd_per_host_hour / 3600.0),
-        give_up_(kMaxSimulatedFactor * std::max(job.work_seconds, 1.0)) {
+        give_up_(kMaxSimulatedFactor * std::max(job.work_seconds, 1.0)),
+        copy_share_(job.ram_tier_coverage > 0 && job.snapshot_copy_seconds > 0
+                        ? job.snapshot_copy_seconds / (job.snapshot_period_seconds + job.snapshot_copy_seconds)
+                        : 0.0) {
     s_.world = job.hosts;
   }
 
@@ -100,8 +103,9 @@ class Trial {
 
   double RestartSeconds() const { return s_.from_peers ? job_.peer_restore_seconds : job_.restart_seconds; }
 
-  // RAM snapshots every snapshot_period_seconds of compute; they cost no time (the copy
-  // overlaps the next step). Called after work advanced `dt` seconds at `speed`.
+  // RAM snapshots every snapshot_period_seconds of compute, each adding
+  // snapshot_copy_seconds of wall time (copy_share_ of the work phase). Called after work
+  // advanced `dt` compute seconds at `speed`.
   void NoteSnapshots(double dt, double speed) {
     if (job_.ram_tier_coverage <= 0) return;
     const double period = job_.snapshot_period_seconds;
@@ -118,8 +122,9 @@ class Trial {
 
   double PhaseEnd(double speed, bool* finishes_work) const {
     if (s_.phase != Phase::kWork) return s_.phase_left;
-    const double to_checkpoint = job_.interval_seconds - s_.segment_done;
-    const double to_finish = (job_.work_seconds - s_.work) / speed;
+    const double wall = 1 / (1 - copy_share_);  // wall seconds per compute second
+    const double to_checkpoint = (job_.interval_seconds - s_.segment_done) * wall;
+    const double to_finish = (job_.work_seconds - s_.work) / speed * wall;
     *finishes_work = to_finish <= to_checkpoint;
     return std::min(to_checkpoint, to_finish);
   }
@@ -135,10 +140,12 @@ class Trial {
   void Account(double dt, double speed) {
     SimBreakdown& b = s_.seconds;
     switch (s_.phase) {
-      case Phase::kWork: {
-        const double redo = speed > 0 ? std::clamp((s_.reached - s_.work) / speed, 0.0, dt) : 0.0;
+      case Phase::kWork: {  // the RAM tier's copies, then computing
+        const double compute = dt * (1 - copy_share_);
+        b.checkpoint += dt - compute;
+        const double redo = speed > 0 ? std::clamp((s_.reached - s_.work) / speed, 0.0, compute) : 0.0;
         b.redone += redo;
-        b.productive += dt - redo;
+        b.productive += compute - redo;
         break;
       }
       case Phase::kCheckpoint: b.checkpoint += dt; break;
@@ -153,10 +160,11 @@ class Trial {
     s_.t += dt;
     s_.cost += (s_.world + s_.ready) * usd_per_host_second_ * dt;
     if (s_.phase == Phase::kWork) {
-      s_.work = std::min(job_.work_seconds, s_.work + speed * dt);
+      const double compute = dt * (1 - copy_share_);
+      s_.work = std::min(job_.work_seconds, s_.work + speed * compute);
       s_.reached = std::max(s_.reached, s_.work);
-      s_.segment_done += dt;
-      NoteSnapshots(dt, speed);
+      s_.segment_done += compute;
+      NoteSnapshots(compute, speed);
     } else {
       s_.phase_left -= dt;
     }
@@ -238,6 +246,7 @@ class Trial {
   const std::vector<PreemptionEvent>& trace_;
   std::mt19937_64& rng_;
   const double usd_per_host_second_, give_up_;
+  const double copy_share_;  // of the work phase's wall time, the RAM tier's copies
   TrialState s_;
   size_t next_trace_ = 0;
 };
@@ -259,11 +268,12 @@ Result<SimSummary> Simulate(const SimJob& job, const PreemptionModel& failures,
         "{}, min_hosts {})",
         job.work_seconds, job.interval_seconds, job.hosts, job.min_hosts));
   if (!(job.ram_tier_coverage >= 0 && job.ram_tier_coverage <= 1) || !(job.snapshot_period_seconds >= 0) ||
-      !(job.peer_restore_seconds >= 0))
+      !(job.peer_restore_seconds >= 0) || !(job.snapshot_copy_seconds >= 0) ||
+      !std::isfinite(job.snapshot_copy_seconds) || (job.snapshot_copy_seconds > 0 && job.snapshot_period_seconds <= 0))
     return Status::InvalidArgument(fmt::format(
-        "RAM tier: expected coverage in [0, 1], snapshot period >= 0 and peer restore >= 0 (got coverage {}, "
-        "snapshot period {} s, peer restore {} s)",
-        job.ram_tier_coverage, job.snapshot_period_seconds, job.peer_restore_seconds));
+        "RAM tier: expected coverage in [0, 1], snapshot period >= 0, peer restore >= 0 and a finite copy cost >= 0 "
+        "(> 0 only with a snapshot period > 0) (got coverage {}, snapshot period {} s, peer restore {} s, copy {} s)",
+        job.ram_tier_coverage, job.snapshot_period_seconds, job.peer_restore_seconds, job.snapshot_copy_seconds));
   if (trace.empty() && !(failures.host_mtti_seconds > 0))
     return Status::InvalidArgument(fmt::format("host MTTI {} s: expected > 0", failures.host_mtti_seconds));
   SimSummary s;

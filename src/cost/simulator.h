@@ -36,6 +36,7 @@ struct SimJob {
   double ram_tier_coverage = 0;        // P(an interruption is covered), in [0, 1]
   double snapshot_period_seconds = 0;  // compute seconds between RAM snapshots (0: every instant)
   double peer_restore_seconds = 0;     // restart + restore from peers after a covered one
+  double snapshot_copy_seconds = 0;    // what each snapshot adds to the wall time (booked as checkpoint)
   // > 0: the trial ends at this wall time (a window of a longer job, e.g. a replayed
   // trace's), finished, with its time by category; work_seconds then only needs to be
   // more than the window holds.
@@ -48,7 +49,7 @@ struct SimJob {
 //   redone      computing work an interruption had thrown away (since the last
 //               checkpoint, or RAM snapshot when covered);
 //   recovery    detection, restart and restore, and replacements joining at a checkpoint;
-//   checkpoint  blocking checkpoint saves;
+//   checkpoint  blocking checkpoint saves, and the RAM tier's copies (snapshot_copy_seconds each);
 //   waiting     fewer than min_hosts hosts: waiting for replacements.
 // (Initialisation is outside the model: it starts with the first step.)
 struct SimBreakdown {

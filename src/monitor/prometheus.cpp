@@ -156,6 +156,18 @@ std::string RenderPrometheus(const nlohmann::json& status, const RunSnapshot& ru
     }
   }
   x.Gauge("checkpoint_period_steps", "checkpoint_period (with auto: the current choice)", period);
+  // memory_snapshot_period=auto: the RAM tier's period the chief chose last (0: off).
+  double snapshot = NAN;
+  for (auto it = run.events.rbegin(); it != run.events.rend(); ++it) {
+    const auto r = DecodeEvent(*it);
+    if (const auto* e = r.ok() ? EventAs<MemorySnapshotPeriodChangedEvent>(r.value()) : nullptr) {
+      snapshot = static_cast<double>(e->to);
+      break;
+    }
+  }
+  if (!std::isnan(snapshot))
+    x.Gauge("memory_snapshot_period_steps", "memory_snapshot_period=auto: the RAM tier's current period (0: off)",
+            snapshot);
 
   // The newest training figures, from metrics.jsonl.
   double loss = NAN, eval = NAN, tps = NAN, mfu = NAN, last_step_time = 0;

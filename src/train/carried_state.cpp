@@ -92,6 +92,7 @@ void Trainer::HandBack() {
     ckpt_.reset();  // joins a save in flight before the buffer is reused
   }
   if (period_tuner_) c->period_tuner = std::move(period_tuner_);
+  if (snapshot_tuner_) c->snapshot_tuner = std::move(snapshot_tuner_);
   if (model_) {
     c->model = std::move(model_);
     c->model_tensor = mesh_->tensor();

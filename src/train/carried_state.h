@@ -16,6 +16,7 @@ namespace elastrain {
 
 class TrainState;
 class CheckpointPeriodTuner;
+class SnapshotPeriodTuner;
 template <typename T>
 class Transformer;
 
@@ -45,6 +46,9 @@ struct CarriedState {
   std::shared_ptr<FloatBuffer> snapshot;
   // checkpoint_period=auto: the period and the save and step times this process measured.
   std::unique_ptr<CheckpointPeriodTuner> period_tuner;
+  // memory_snapshot_period=auto: the RAM tier's period and the step times with and
+  // without a copy that this process measured.
+  std::unique_ptr<SnapshotPeriodTuner> snapshot_tuner;
   // The metrics line of the newest logged step this process applied (or was handed):
   // the chief may have died before writing it (train/step_line.h).
   StepLine line;

@@ -166,8 +166,47 @@ void Trainer::StartRamTier() {
 
 void Trainer::SnapshotToPeers(int64_t done) {
   if (!ctx_.carried || ctx_.carried->ram.generation() != ctx_.generation) return;
-  if (done % cfg_.memory_snapshot_period != 0 && done != start_step_) return;
+  // snapshot_period_ is the same on every rank (agreed in the step's collective): the
+  // buddies exchange at the same steps. The restored state goes out whatever the period.
+  const bool due = done == start_step_ || (snapshot_period_ > 0 && done % snapshot_period_ == 0);
+  if (!due) return;
   ctx_.carried->ram.Send(done, state_->shard_params(), state_->adam_m(), state_->adam_v());
+  copy_in_flight_ = true;
+}
+
+int64_t Trainer::DiskPeriodSteps() const {
+  if (!cfg_.enable_checkpointing) return 0;
+  return period_tuner_ ? period_tuner_->period() : cfg_.checkpoint_period;
+}
+
+void Trainer::StartSnapshotTuner() {
+  snapshot_period_ = cfg_.memory_snapshot_period;
+  if (!cfg_.memory_snapshot_period_auto || !RamTierWanted()) return;
+  CarriedState* carried = ctx_.carried;
+  if (carried->snapshot_tuner)
+    snapshot_tuner_ = std::move(carried->snapshot_tuner);
+  else
+    snapshot_tuner_ = std::make_unique<SnapshotPeriodTuner>(cfg_.checkpoint_mtti_prior_seconds, cfg_.steps);
+  NoteSnapshotPeriodChange(
+      snapshot_tuner_->OnGenerationStart(ctx_.world, ctx_.failures, JobElapsedSeconds(), DiskPeriodSteps()),
+      start_step_);
+  // Until the first step's collective carries the chief's choice, this rank's own.
+  snapshot_period_ = std::max<int64_t>(snapshot_tuner_->period(), 0);
+}
+
+void Trainer::NoteSnapshotPeriodChange(const std::optional<SnapshotPeriodChange>& c, int64_t step) {
+  if (!c || !is_chief()) return;
+  const std::string to = c->to == 0 ? std::string("off") : fmt::format("every {} steps", c->to);
+  if (c->reason == "calibrating")
+    LOG_INFO("memory_snapshot_period=auto: {} while the copy's cost is measured (step {})", to, step);
+  else
+    LOG_INFO("memory_snapshot_period=auto: {} after step {} ({}: copy {:.4f}s on a step of {:.4f}s, {} failure{}, "
+             "MTTI {:.1f}s, disk checkpoint every {:.1f}s)",
+             to, step, c->reason, c->copy_seconds, c->step_seconds, c->failures, c->failures == 1 ? "" : "s",
+             c->mtti_seconds, c->disk_interval_seconds);
+  events_.Emit(MemorySnapshotPeriodChangedEvent{c->from, c->to, c->failures, c->mtti_seconds, c->copy_seconds,
+                                                c->step_seconds, c->disk_interval_seconds, c->reason,
+                                                ctx_.generation, step});
 }
 
 }  // namespace elastrain

@@ -88,12 +88,17 @@ Result<double> Trainer::AgreeOnStep(int64_t step, double loss_sum, int* stop) {
   // The payload: the loss sum, then how many ranks ask for each StopReason, then the
   // checkpoint period the chief proposes (checkpoint_period=auto; 0 from the others), so
   // that every rank saves at the same steps.
+  // Then the RAM tier's period the chief proposes (memory_snapshot_period=auto), so that
+  // buddies exchange copies at the same steps.
   constexpr size_t kPeriodSlot = 1 + std::size(kAllStopReasons);
-  double payload[kPeriodSlot + 1] = {loss_sum / mesh_->tensor()};
+  constexpr size_t kSnapshotSlot = kPeriodSlot + 1;
+  double payload[kSnapshotSlot + 1] = {loss_sum / mesh_->tensor()};
   for (size_t i = 0; i < std::size(kAllStopReasons); ++i) payload[1 + i] = (asked & kAllStopReasons[i]) ? 1 : 0;
   payload[kPeriodSlot] = is_chief() && period_tuner_ ? static_cast<double>(period_tuner_->period()) : 0;
+  payload[kSnapshotSlot] = is_chief() && snapshot_tuner_ ? static_cast<double>(snapshot_tuner_->period()) : 0;
   if (ctx_.world > 1) ELASTRAIN_RETURN_IF_ERROR(world_->AllReduceSum(payload, std::size(payload)));
   if (cfg_.checkpoint_period_auto) ckpt_->SetAutoPeriod(std::llround(payload[kPeriodSlot]));
+  if (snapshot_tuner_) snapshot_period_ = std::max<int64_t>(0, std::llround(payload[kSnapshotSlot]));
   *stop = 0;
   for (size_t i = 0; i < std::size(kAllStopReasons); ++i)
     if (payload[1 + i] > 0) *stop |= kAllStopReasons[i];

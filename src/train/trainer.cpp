@@ -236,6 +236,7 @@ Status Trainer::Restore() {
   if (period_tuner_)
     NotePeriodChange(period_tuner_->OnGenerationStart(ctx_.failures, ctx_.covered_failures, JobElapsedSeconds()),
                      start_step_);
+  StartSnapshotTuner();
   if (is_chief())
     events_.Emit(StateRestoredEvent{ctx_.generation, start_step_, ctx_.world,
                                     from_memory ? "memory" : from_peers ? "peers"
@@ -374,9 +375,15 @@ Result<bool> Trainer::RunStep(int64_t step, GenerationResult* out) {
         Status::Cancelled(fmt::format("generation {} was cancelled by the controller", ctx_.generation)));
   auto t0 = Clock::now();
   int stop = 0;
+  const bool copied = copy_in_flight_;  // the copy sent after the step before runs during this one
+  copy_in_flight_ = false;
   ELASTRAIN_ASSIGN_OR_RETURN(const double loss, TrainStep(step, &stop));
   const double dt = SecondsSince(t0);
   const int64_t done = step + 1;
+  // Every rank measures (a rank that becomes chief later has its own figures); the
+  // first step of a generation warms caches and is not a sample.
+  if (snapshot_tuner_ && step > start_step_)
+    NoteSnapshotPeriodChange(snapshot_tuner_->OnStep(dt, copied, JobElapsedSeconds(), DiskPeriodSteps()), done);
   SnapshotToPeers(done);  // in the background, while what follows and the next step run
   // This rank applied the update: it keeps the step's line before anything can fail, so
   // that if the chief dies before writing it, the next generation's chief can.

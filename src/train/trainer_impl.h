@@ -24,6 +24,7 @@
 #include "data/tokenizer.h"
 #include "optim/optim.h"
 #include "cost/checkpoint_period.h"
+#include "cost/snapshot_period.h"
 #include "train/checkpointer.h"
 #include "train/step_line.h"
 #include "train/train_state.h"
@@ -84,6 +85,13 @@ class Trainer {
   // or drops the old ones when this generation keeps none.
   void StartRamTier();
   void SnapshotToPeers(int64_t done);
+  // memory_snapshot_period=auto: the tuner of this generation (from the carried state, or
+  // new), told the generation has started.
+  void StartSnapshotTuner();
+  // The disk checkpoint's period in steps as the tuners see it (0: no periodic saves).
+  int64_t DiskPeriodSteps() const;
+  // memory_snapshot_period=auto, chief: logs and records a change of the period it proposes.
+  void NoteSnapshotPeriodChange(const std::optional<SnapshotPeriodChange>& c, int64_t step);
   Status OpenStepLogs();
   // The newest step line any rank holds goes to every rank; the chief appends it when
   // metrics.jsonl lacks it (the previous chief died between the update and the line).
@@ -191,6 +199,11 @@ class Trainer {
   std::unique_ptr<ProcessGroup> ram_group_;  // the RAM tier's group, until StartRamTier
   std::unique_ptr<Checkpointer> ckpt_;
   std::unique_ptr<CheckpointPeriodTuner> period_tuner_;  // checkpoint_period=auto
+  std::unique_ptr<SnapshotPeriodTuner> snapshot_tuner_;  // memory_snapshot_period=auto
+  // The RAM tier's period as the ranks agreed it in the last step's collective (with auto:
+  // the chief's proposal; 0: no copies); a copy went out during the step now running.
+  int64_t snapshot_period_ = 0;
+  bool copy_in_flight_ = false;
   double job_started_at_ = 0;  // wall seconds
   EventLog events_;
   int64_t start_step_ = 0;      // steps done before this generation (restored)

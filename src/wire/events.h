@@ -472,6 +472,24 @@ struct CheckpointPeriodChangedEvent {
 ELASTRAIN_JSON_RECORD(CheckpointPeriodChangedEvent, from, to, failures, covered_failures, mtti_seconds, stall_seconds,
                       step_seconds, reason, generation, step)
 
+// memory_snapshot_period=auto chose the RAM tier's period, or turned it off (to 0), in the
+// chief rank (cost/snapshot_period.h).
+struct MemorySnapshotPeriodChangedEvent {
+  static constexpr std::string_view kName = "memory_snapshot_period_changed";
+  int64_t from = -1, to = 0;  // steps between copies; 0: off; from -1: the first choice
+  int64_t failures = 0;
+  double mtti_seconds = 0;           // the estimated mean time between failures the tier covers
+  double copy_seconds = 0;           // what a copy adds to a step (0: still calibrating)
+  double step_seconds = 0;           // a step without a copy
+  double disk_interval_seconds = 0;  // the disk checkpoint's period in seconds (0: none)
+  std::string reason;                // calibrating | generation_start | copy_measured
+  int64_t generation = -1;
+  int64_t step = 0;
+  bool operator==(const MemorySnapshotPeriodChangedEvent&) const = default;
+};
+ELASTRAIN_JSON_RECORD(MemorySnapshotPeriodChangedEvent, from, to, failures, mtti_seconds, copy_seconds, step_seconds,
+                      disk_interval_seconds, reason, generation, step)
+
 // ------------------------------------------------------------------ any event
 using AnyEvent =
     std::variant<JobSubmittedEvent, ControllerResumedEvent, HeadElectedEvent, HeadLostEvent, JobStateEvent, GenerationStartedEvent,
@@ -482,7 +500,8 @@ using AnyEvent =
                  WorkerErrorEvent, WorkerAbortedEvent, WorkerPreemptedEvent, WorkerHungEvent, WorkerTerminatedEvent,
                  WorkerFailedEvent, HostLostEvent, StateRestoredEvent, MemoryRestoredEvent, PeerRestoreAbandonedEvent,
                  StepLineRecoveredEvent, StepsRedoneEvent, CheckpointSavedEvent, CheckpointFailedEvent,
-                 CheckpointRestoredEvent, CheckpointRestoreFallbackEvent, CheckpointPeriodChangedEvent>;
+                 CheckpointRestoredEvent, CheckpointRestoreFallbackEvent, CheckpointPeriodChangedEvent,
+                 MemorySnapshotPeriodChangedEvent>;
 
 std::string_view EventName(const AnyEvent& e);
 // The event of a member whose process exited as `kind` (named as ExitEventName names it).

@@ -101,6 +101,36 @@ expect_error2 "simulate: negative horizon" "--horizon-seconds=-5: expected a num
   cost simulate --horizon-seconds -5 --checkpoint-seconds 10
 expect_error2 "simulate: horizon not a number" "--horizon-seconds=abc: expected a number > 0" -- \
   cost simulate --horizon-seconds abc --checkpoint-seconds 10
+# memory_snapshot_period=auto and the copy's cost (issue 37).
+expect_error2 "simulate: negative copy cost" "--snapshot-copy-seconds=-1: expected a number in \[0, " -- \
+  cost simulate --horizon-seconds 60 --checkpoint-seconds 1 --ram-tier-coverage 0.9 --snapshot-copy-seconds -1
+expect_error2 "simulate: infinite copy cost" "--snapshot-copy-seconds=inf: expected a number in \[0, " -- \
+  cost simulate --horizon-seconds 60 --checkpoint-seconds 1 --ram-tier-coverage 0.9 --snapshot-period-seconds 1 \
+  --snapshot-copy-seconds inf
+expect_error2 "simulate: a costly copy at every instant" "--snapshot-copy-seconds=1: a copy that costs time needs --snapshot-period-seconds S > 0 \(or auto\)" -- \
+  cost simulate --horizon-seconds 60 --checkpoint-seconds 1 --ram-tier-coverage 0.9 --snapshot-copy-seconds 1
+expect_error2 "simulate: copy cost without the tier" "--snapshot-copy-seconds=1: the RAM tier is off" -- \
+  cost simulate --horizon-seconds 60 --checkpoint-seconds 1 --snapshot-copy-seconds 1
+expect_error2 "simulate: a period that is no number nor auto" "--snapshot-period-seconds=autox: expected a number >= 0, or auto" -- \
+  cost simulate --horizon-seconds 60 --checkpoint-seconds 1 --ram-tier-coverage 0.9 --snapshot-period-seconds autox
+expect_error2 "plan: a period that is no number nor auto" "--memory-snapshot-period=sometimes: expected an integer in \[1, [0-9]*\], or auto" -- \
+  cost plan model_name=llama3-8b tokens=1e11 --memory-snapshot-replicas 1 --memory-snapshot-period sometimes
+# auto in the simulator: on when Young's interval for the copy is under half the disk
+# interval (covered interruptions every 26.7 s, a copy of 0.045 s: 1.55 s against 6.25),
+# off when failures are rare (a day per host).
+raw_auto=(cost simulate --horizon-seconds 600 --hosts 4 --min-hosts 2 --checkpoint-seconds 0.3 --interval-seconds 12.5
+          --ram-tier-coverage 0.9 --snapshot-period-seconds auto --snapshot-copy-seconds 0.045 --peer-restore-seconds 2
+          --detection-seconds 0 --restart-seconds 2 --trials 50)
+out=$("$BIN" "${raw_auto[@]}" --host-mtti 96s 2>&1)
+check "simulate auto: on at frequent failures" "memory_snapshot_period=auto: .*Young's interval for the copy 1.55 s is under half of it, so the RAM tier is on" "$out"
+check "simulate auto: copies are booked as checkpoint time" "RAM tier covers 0.90 .*each adding 0.045 s" "$out"
+out=$("$BIN" "${raw_auto[@]}" --host-mtti 24h 2>&1)
+check "simulate auto: off at rare failures" "memory_snapshot_period=auto: .*is not under half of it, so the RAM tier is off" "$out"
+if grep -q "RAM tier covers" <<<"$out"; then fail "simulate auto off still simulates the tier: $out"; else pass "simulate auto off: a disk-only job"; fi
+out=$("$BIN" cost plan model_name=llama3-8b tokens=1e11 --deadline 72h --memory-snapshot-replicas 1 --memory-snapshot-period auto --snapshot-copy-seconds 0.05 2>&1)
+check "plan auto: the chosen period is named" "^ram tier: a copy every [0-9]+ step\(s\) \(chosen: memory_snapshot_period=auto\)" "$out"
+out=$("$BIN" cost plan model_name=llama3-8b tokens=1e11 --deadline 72h --memory-snapshot-replicas 1 --memory-snapshot-period auto --snapshot-copy-seconds 300 2>&1)
+check "plan auto: a dear copy turns the tier off" "^ram tier: off \(memory_snapshot_period=auto" "$out"
 expect_error2 "simulate: nothing to simulate" "expected tokens=N \(simulate a plan\) or --work-hours H" -- cost simulate
 expect_error2 "simulate: unknown offer" "--offer tpu-v9: not in the catalog" -- \
   cost simulate model_name=llama3-8b tokens=1e11 --offer tpu-v9

@@ -9,6 +9,7 @@
 #include "cost/catalog.h"
 #include "cost/interval.h"
 #include "cost/planner.h"
+#include "cost/snapshot_period.h"
 #include "model/flops.h"
 
 namespace elastrain {
@@ -176,6 +177,36 @@ TEST(CostPlannerTest, RamTierFollowsTheDocumentedFormulas) {
   std::printf("v6e spot x9: disk only tau %.0f s, %.2f h, $%.0f; RAM tier tau %.0f s, %.2f h, $%.0f\n",
               off.interval_seconds, off.expected_seconds / 3600, off.cost_usd, p.interval_seconds,
               p.expected_seconds / 3600, p.cost_usd);
+}
+
+TEST(CostPlannerTest, AutoPeriodChoosesYoungsIntervalOrTurnsTheTierOff) {
+  PlanRequest r = Llama8b();
+  r.memory_snapshot_replicas = 1;
+  r.memory_snapshot_period_auto = true;
+  r.snapshot_copy_seconds = 0.05;
+  bool fits = false;
+  const PlanCandidate p = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  ASSERT_TRUE(fits);
+  const SnapshotChoice c = ChooseSnapshotInterval(0.05, p.job_mtti_seconds / 0.9,
+                                                  DalyInterval(p.checkpoint_seconds, p.job_mtti_seconds));
+  ASSERT_TRUE(c.on);
+  EXPECT_EQ(p.snapshot_period_steps, SnapshotPeriodSteps(c, p.step_seconds, int64_t{1} << 40));
+  EXPECT_GT(p.snapshot_period_steps, 1);
+  EXPECT_DOUBLE_EQ(p.snapshot_period_seconds, p.snapshot_period_steps * p.step_seconds);
+  // The copies stretch the work: the plan at period 1 with the same copy cost is slower.
+  PlanRequest every = r;
+  every.memory_snapshot_period_auto = false;
+  every.memory_snapshot_period = 1;
+  const PlanCandidate one = EvaluatePlan(every, Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  EXPECT_LT(p.expected_seconds, one.expected_seconds);
+  // A copy that costs minutes: off, and the plan is the disk-only plan exactly.
+  r.snapshot_copy_seconds = 300;
+  const PlanCandidate off = EvaluatePlan(r, Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  const PlanCandidate disk = EvaluatePlan(Llama8b(), Offer("gcp-tpu-v6e"), Capacity::kSpot, 9, &fits);
+  EXPECT_EQ(off.snapshot_period_steps, 0);
+  EXPECT_EQ(off.ram_tier_coverage, 0);
+  EXPECT_DOUBLE_EQ(off.interval_seconds, disk.interval_seconds);
+  EXPECT_DOUBLE_EQ(off.expected_seconds, disk.expected_seconds);
 }
 
 TEST(CostPlannerTest, RamTierCoversNothingOnOneHostAndOnlyWhatSparesAHostOnFew) {

@@ -321,6 +321,33 @@ TEST(CostSimulatorTest, CoveredInterruptionLosesOnlyTheWorkSinceTheSnapshot) {
   EXPECT_NEAR(old->trials[0].completion_seconds, 1170 - 45 + 15, 1e-9);  // disk's loss, peers' restart
 }
 
+TEST(CostSimulatorTest, EachCopyAddsItsCostAndIsBookedAsCheckpoint) {
+  // No failures: 1000 s of work with a copy every 30 s of compute adding 3 s each is
+  // 1100 s of wall time computing, plus the three saves (400, 800, the end) of 10 s.
+  SimJob job = HandWorkedJob();
+  job.ram_tier_coverage = 1;
+  job.snapshot_period_seconds = 30;
+  job.snapshot_copy_seconds = 3;
+  PreemptionModel f;
+  f.host_mtti_seconds = 1e15;
+  auto s = Simulate(job, f, {}, 2, 1);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_NEAR(s->mean_seconds, 1130, 1e-6);
+  EXPECT_NEAR(s->mean_breakdown.productive, 1000, 1e-6);
+  EXPECT_NEAR(s->mean_breakdown.checkpoint, 130, 1e-6);
+  // With a covered interruption at 500 (wall): 500 - 10 (the save) = 490 wall of
+  // computing = 445.45 compute s; the last snapshot at 420 of work: 25.45 s of it redone.
+  auto hit = Simulate(job, f, {{500, 1}}, 1, 1);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_NEAR(hit->mean_breakdown.redone, 490 / 1.1 - 420, 1e-6) << hit->mean_breakdown.redone;
+  // A copy that costs needs a period: every instant would take all the time.
+  job.snapshot_period_seconds = 0;
+  EXPECT_FALSE(Simulate(job, f, {}, 1, 1).ok());
+  job.snapshot_period_seconds = 30;
+  job.snapshot_copy_seconds = -1;
+  EXPECT_FALSE(Simulate(job, f, {}, 1, 1).ok());
+}
+
 TEST(CostSimulatorTest, FullCoverageWithFrequentSnapshotsFinishesSooner) {
   const double tau = DalyInterval(300, 900);
   SimJob job = DalyJob(tau, 20);

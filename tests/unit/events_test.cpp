@@ -86,6 +86,7 @@ std::vector<AnyEvent> Samples() {
       CheckpointRestoredEvent{60, "/runs/r/checkpoints/step_60", 0.5, true},
       CheckpointRestoreFallbackEvent{"/runs/r/checkpoints/step_60", "bad checksum", "/runs/r/checkpoints/step_40"},
       CheckpointPeriodChangedEvent{20, 35, 2, 1, 3600, 1.5, 0.2, "save_measured", 2, 60},
+      MemorySnapshotPeriodChangedEvent{2, 7, 3, 240.5, 0.045, 0.25, 12.5, "copy_measured", 1, 30},
   };
 }
 

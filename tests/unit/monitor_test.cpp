@@ -267,6 +267,16 @@ TEST(Prometheus, AnAutoPeriodIsTheLatestChoice) {
   EXPECT_NE(text.find("elastrain_checkpoint_period_steps 25\n"), std::string::npos) << text;
 }
 
+TEST(Prometheus, TheRamTiersAutoPeriodIsTheLatestChoiceAndOnlyWithAuto) {
+  RunSnapshot run;
+  const json job = {{"job", "j"}};
+  EXPECT_EQ(RenderPrometheus(job, run).find("memory_snapshot_period_steps"), std::string::npos);
+  run.events = {{{"time", 1.0}, {"event", "memory_snapshot_period_changed"}, {"from", -1}, {"to", 2}},
+                {{"time", 2.0}, {"event", "memory_snapshot_period_changed"}, {"from", 2}, {"to", 0}}};
+  const std::string text = RenderPrometheus(job, run);
+  EXPECT_NE(text.find("elastrain_memory_snapshot_period_steps 0\n"), std::string::npos) << text;
+}
+
 TEST(Prometheus, NoJobStillRenders) {
   const std::string text = RenderPrometheus(json::object(), RunSnapshot());
   EXPECT_NE(text.find("elastrain_job_state{state=\"RUNNING\"} 0"), std::string::npos);
