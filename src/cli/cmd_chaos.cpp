@@ -304,7 +304,9 @@ int RunChaosReplay(const std::vector<std::string>& args) {
     auto body = s.ok() ? RequestFor(e, s.value(), o.time_scale, rng) : Result<nlohmann::json>(s.status());
     Status sent = body.ok() ? CallApi(target.value(), ca, "POST", "/api/v1/chaos", body.value()).status() : body.status();
     if (sent.code() == StatusCode::kCorruption) return FailApiCall("chaos replay", sent);
-    const std::string what = body.ok() ? Describe(body.value()) : std::string(ChoiceWord(kTraceActionChoices, e.action));
+    std::string what = body.ok() ? Describe(body.value()) : std::string(ChoiceWord(kTraceActionChoices, e.action));
+    if (e.action == TraceAction::kHostLoss && e.seconds > 0)  // the cloud's to bring, not the replayer's
+      what += fmt::format(" (a replacement host due in {:.3g}s, from whoever replaces hosts)", e.seconds / o.time_scale);
     if (sent.ok()) ++done;
     else ++skipped;
     std::printf("  [%zu] t=%gs (+%.2fs) %s: %s\n", i + 1, e.time_seconds, std::max(0.0, late), what.c_str(),

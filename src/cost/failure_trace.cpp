@@ -72,19 +72,21 @@ Result<TraceEvent> MakeEvent(const std::string& where, const std::string& time, 
     e.rank = static_cast<int>(r);
   }
   const bool slow = e.action == TraceAction::kSlow, preempt = e.action == TraceAction::kPreempt;
+  const bool host = e.action == TraceAction::kHostLoss;
   if (slow) {
     if (!ParseNumber(factor, &e.factor) || !(e.factor > 1 && e.factor <= kMaxFactor))
       return Bad(where, fmt::format("factor '{}': slow expects a factor in (1, {:.0f}]", factor, kMaxFactor));
   } else if (!factor.empty()) {
     return Bad(where, fmt::format("factor '{}': only slow takes a factor", factor));
   }
-  if (slow || preempt) {
+  if (slow || preempt || host) {
     if (!seconds.empty() && (!ParseNumber(seconds, &e.seconds) || e.seconds < 0 || e.seconds > kMaxEventSeconds))
       return Bad(where, fmt::format("seconds '{}': expected 0 to {:.0f} ({})", seconds, kMaxEventSeconds,
-                                    slow ? "how long the slowdown lasts, 0: until unslow"
-                                         : "when the preempted slot returns, 0: never"));
+                                    slow      ? "how long the slowdown lasts, 0: until unslow"
+                                    : preempt ? "when the preempted slot returns, 0: never"
+                                              : "when a replacement host arrives, 0: never"));
   } else if (!seconds.empty()) {
-    return Bad(where, fmt::format("seconds '{}': only slow and preempt take seconds", seconds));
+    return Bad(where, fmt::format("seconds '{}': only slow, preempt and host_loss take seconds", seconds));
   }
   return e;
 }
@@ -200,8 +202,9 @@ std::string FailureTraceCsv(const std::vector<TraceEvent>& events) {
                          : e.rank == kAnyRank                ? "any"
                                                              : std::to_string(e.rank);
     const bool slow = e.action == TraceAction::kSlow, preempt = e.action == TraceAction::kPreempt;
+    const bool host = e.action == TraceAction::kHostLoss;
     out += fmt::format("{},{},{},{},{}\n", Number(e.time_seconds), ChoiceWord(kTraceActionChoices, e.action), target,
-                       slow ? Number(e.factor) : "", slow || preempt ? Number(e.seconds) : "");
+                       slow ? Number(e.factor) : "", slow || preempt || (host && e.seconds > 0) ? Number(e.seconds) : "");
   }
   return out;
 }
@@ -220,7 +223,9 @@ std::vector<PreemptionEvent> TraceInterruptions(const std::vector<TraceEvent>& e
         p.notice = true;
         p.return_seconds = e.seconds > 0 ? e.seconds : kNever;
         break;
-      default: p.return_seconds = kNever; break;  // a host loss: the trace says nothing of a return
+      default:  // a host loss: no notice; a replacement host after its seconds (never when 0)
+        p.return_seconds = e.seconds > 0 ? e.seconds : kNever;
+        break;
     }
     out.push_back(p);
   }
@@ -280,7 +285,7 @@ Result<std::vector<TraceEvent>> GenerateFailureTrace(const TraceSpec& s) {
         e.factor = s.slow_factor;
         e.seconds = s.slow_seconds;
       }
-      if (e.action == TraceAction::kPreempt) e.seconds = s.return_seconds;
+      if (e.action == TraceAction::kPreempt || e.action == TraceAction::kHostLoss) e.seconds = s.return_seconds;
       out.push_back(std::move(e));
     }
     if (out.size() > kMaxTraceEvents)

@@ -6,7 +6,8 @@
 //   30,kill,any,,
 //   95.5,preempt,1,,120        rank 1 gets a notice; its slot comes back 120 s later
 //   200,slow,2,4,60            rank 2 at a quarter of its CPU for 60 s
-//   310,host_loss,h2,,         the host's agent and workers die (cluster mode)
+//   310,host_loss,h2,,600      the host's agent and workers die (cluster mode); a
+//                              replacement host arrives 600 s later (empty or 0: never)
 //   {"events": [{"time_seconds": 30, "event": "kill", "target": "any"}, ...]}
 // Every file is untrusted: its size, event count, times and fields are bounded, and
 // each error names the file, the line (CSV) or the event's index (JSON), and what was
@@ -45,7 +46,8 @@ struct TraceEvent {
   int rank = kAnyRank;      // rank events
   std::string host;         // host_loss: a host name, or "any"
   double factor = 0;        // slow: the CPU share lost, (1, 100]
-  double seconds = 0;       // slow: how long (0: until unslow); preempt: until the slot returns (0: never)
+  double seconds = 0;       // slow: how long (0: until unslow); preempt: until the slot returns, host_loss:
+                            // until a replacement host arrives (0: never)
 };
 
 // Bounds of an acceptable trace (a hostile file is refused, not allocated).
@@ -68,14 +70,15 @@ std::string FailureTraceCsv(const std::vector<TraceEvent>& events);
 // The interruptions among the events, for the simulator: kill, hang, preempt and
 // host_loss each take one host (a slowdown takes none). A killed or hung rank's slot is
 // taken again at once (return 0); a preempted one returns after its `seconds` (never
-// when 0) and lost no work (notice); a lost host never returns.
+// when 0) and lost no work (notice); a lost host is replaced after its `seconds` (never
+// when 0), with no notice.
 std::vector<PreemptionEvent> TraceInterruptions(const std::vector<TraceEvent>& events);
 
 // Synthetic histories (`elastrain chaos trace`): events of `mix` (kill, preempt, ...,
 // drawn in proportion to their weights) over `duration_seconds`, either a Poisson
 // process of `rate_per_hour`, or bursty: bursts at that rate, each of 1 + Poisson(
 // burst_extra) events spread over `burst_seconds`. Targets are "any"; a preempt's slot
-// returns after `return_seconds`; a slowdown is by `slow_factor` for `slow_seconds`.
+// returns, and a lost host is replaced, after `return_seconds`; a slowdown is by `slow_factor` for `slow_seconds`.
 // The same spec and seed give the same trace.
 struct TraceSpec {
   double duration_seconds = 3600;

@@ -55,13 +55,9 @@ int64_t SnapshotPeriodSteps(const SnapshotChoice& choice, double step_seconds, i
 SnapshotPeriodTuner::SnapshotPeriodTuner(double prior_mtti_seconds, int64_t max_steps)
     : prior_mtti_seconds_(prior_mtti_seconds), max_steps_(std::max<int64_t>(max_steps, 1)) {}
 
-bool SnapshotPeriodTuner::measured() const {
-  return with_.size() >= kMinSamples && without_.size() >= kMinSamples;
-}
+bool SnapshotPeriodTuner::measured() const { return pairs_.size() >= kMinSamples; }
 
-double SnapshotPeriodTuner::copy_seconds() const {
-  return measured() ? std::max(0.0, Median(with_) - Median(without_)) : 0;
-}
+double SnapshotPeriodTuner::copy_seconds() const { return measured() ? std::max(0.0, Median(pairs_)) : 0; }
 
 double SnapshotPeriodTuner::step_seconds() const { return measured() ? Median(without_) : 0; }
 
@@ -69,27 +65,38 @@ std::optional<SnapshotPeriodChange> SnapshotPeriodTuner::OnGenerationStart(int w
                                                                            double elapsed_seconds,
                                                                            int64_t disk_period_steps) {
   if (world != world_) {
-    with_.clear();
+    pairs_.clear();
     without_.clear();
     world_ = world;
   }
+  previous_without_ = -1;  // the first step of a generation pairs with nothing
   failures_ = std::max<int64_t>(failures, 0);
-  new_samples_ = 0;
+  new_pairs_ = 0;
   evaluated_this_generation_ = false;
   return Evaluate(elapsed_seconds, disk_period_steps, measured() ? "generation_start" : "calibrating");
 }
 
 std::optional<SnapshotPeriodChange> SnapshotPeriodTuner::OnStep(double step_seconds, bool copy_in_flight,
                                                                 double elapsed_seconds, int64_t disk_period_steps) {
-  if (!(step_seconds > 0) || !std::isfinite(step_seconds)) return std::nullopt;
+  if (!(step_seconds > 0) || !std::isfinite(step_seconds)) {
+    previous_without_ = -1;
+    return std::nullopt;
+  }
   const bool was_measured = measured();
-  Push(copy_in_flight ? &with_ : &without_, step_seconds);
-  ++new_samples_;
+  if (copy_in_flight) {
+    if (previous_without_ < 0) return std::nullopt;  // no clean step just before: no pair
+    Push(&pairs_, step_seconds - previous_without_);
+    previous_without_ = -1;
+    ++new_pairs_;
+  } else {
+    Push(&without_, step_seconds);
+    previous_without_ = step_seconds;
+  }
   if (!was_measured && measured()) {  // the calibration ends
     evaluated_this_generation_ = true;
     return Evaluate(elapsed_seconds, disk_period_steps, "copy_measured");
   }
-  if (measured() && !evaluated_this_generation_ && new_samples_ >= kMinSamples) {
+  if (measured() && !evaluated_this_generation_ && new_pairs_ >= kMinSamples) {
     evaluated_this_generation_ = true;
     return Evaluate(elapsed_seconds, disk_period_steps, "copy_measured");
   }

@@ -2,8 +2,9 @@
 // logic over measurements the trainer feeds it (docs/cost.md, "memory_snapshot_period=auto").
 //
 // The model, per second of training. A copy of every shard to its buddies costs sigma
-// seconds of step time (measured: steps during which a copy is in flight against steps
-// without one). Failures the tier covers strike every M_c seconds on average; each loses
+// seconds of step time (measured: a step during which a copy is in flight against the
+// step just before it, without one; the median of those differences, so that a slow
+// stretch -- a replacement worker starting on the same cores -- weighs on both sides). Failures the tier covers strike every M_c seconds on average; each loses
 // the work since the newest copy, x/2 on average with a copy every x seconds, where
 // without the tier it loses the work since the disk checkpoint, tau/2 (restart and
 // restore are taken as equal either way: a restore from peers is faster, so this errs
@@ -51,16 +52,16 @@ struct SnapshotPeriodChange {
 };
 
 // Feeds ChooseSnapshotInterval from the chief's step times. Until the copy cost is
-// measured (kMinSamples steps with a copy in flight and as many without, of the current
-// world size) the period is kCalibrationPeriod, so that both kinds of step occur. Then it
+// measured (kMinSamples pairs of a step without a copy and the next step with one, of
+// the current world size) the period is kCalibrationPeriod, so that such pairs occur. Then it
 // is re-evaluated at each generation start (new failures) and once per generation when
-// the generation's measurements are in (kMinSamples new steps), so that noise does not
-// make it flicker. Not thread-safe: the trainer thread owns it.
+// the generation's measurements are in (kMinSamples new pairs; none come at period 0 or
+// 1), so that noise does not make it flicker. Not thread-safe: the trainer thread owns it.
 class SnapshotPeriodTuner {
  public:
   static constexpr int64_t kCalibrationPeriod = 2;
-  static constexpr size_t kMinSamples = 5;
-  static constexpr size_t kWindow = 16;  // the newest samples of each kind kept
+  static constexpr size_t kMinSamples = 6;
+  static constexpr size_t kWindow = 24;  // the newest pairs (and steps without a copy) kept
 
   SnapshotPeriodTuner(double prior_mtti_seconds, int64_t max_steps);
 
@@ -69,13 +70,14 @@ class SnapshotPeriodTuner {
   // world size are dropped (its steps took other times).
   std::optional<SnapshotPeriodChange> OnGenerationStart(int world, int64_t failures, double elapsed_seconds,
                                                         int64_t disk_period_steps);
-  // A step took `step_seconds`; `copy_in_flight`: a copy went out during it.
+  // A step took `step_seconds`; `copy_in_flight`: a copy went out during it. Steps must
+  // come in order, one call each (a pair is a step with a copy after one without).
   std::optional<SnapshotPeriodChange> OnStep(double step_seconds, bool copy_in_flight, double elapsed_seconds,
                                              int64_t disk_period_steps);
 
   int64_t period() const { return period_; }  // 0: off; -1 before OnGenerationStart
   bool measured() const;
-  double copy_seconds() const;   // median(with) - median(without), >= 0; 0 until measured
+  double copy_seconds() const;   // median of (with - the step before, without), >= 0; 0 until measured
   double step_seconds() const;   // median of steps without a copy; 0 until measured
 
  private:
@@ -86,8 +88,10 @@ class SnapshotPeriodTuner {
   int world_ = 0;
   int64_t failures_ = 0;
   int64_t period_ = -1;
-  std::deque<double> with_, without_;
-  size_t new_samples_ = 0;  // this generation's
+  std::deque<double> pairs_;      // a step with a copy minus the step before it, without one
+  std::deque<double> without_;    // steps without a copy
+  double previous_without_ = -1;  // the step just before, when it had no copy (-1: it had, or none)
+  size_t new_pairs_ = 0;  // this generation's
   bool evaluated_this_generation_ = false;
 };
 

@@ -12,6 +12,7 @@
 #      disk checkpoint, and generation_started says why.
 #   3. A copy torn by its sender's death in the middle of sending it
 #      (fail_mode=kill_mid_snapshot) is discarded by its holder and never restored from.
+#   4. memory_snapshot_period=auto calibrates, chooses, and the job restores from peers.
 # "Equal" is the issue's 1e-5 relative (L2 over all parameters): a sharded run reduces in
 # another order than the single-process reference (test_parallel_equivalence.sh).
 # Points 2 and 3 do not depend on the model: they run `tiny`, whose FSDP steps take 60 ms
@@ -153,5 +154,46 @@ else
 fi
 params=$(equal tiny-$STEPS torn) && pass "torn: final parameters equal ($params)" \
   || fail "torn: final parameters differ: $params"
+
+# 4. memory_snapshot_period=auto (issue 37): the chief calibrates at period 2, measures
+# the copy's cost, and (failures expected every few seconds, checkpoint_period beyond the
+# run) keeps the tier on; every rank copies at the steps it proposes (a rank copying at
+# other steps would break the buddies' exchange); a kill after step 30 restores from
+# peers' RAM at the newest copy and ends with the failure-free parameters.
+run=runs/auto
+"$BIN" train "${common[@]}" model_name=tiny steps=40 run_name=auto num_workers=4 ici_fsdp_parallelism=4 max_failures=1 \
+  memory_snapshot_period=auto checkpoint_mtti_prior_seconds=1 checkpoint_period=1000 fail_at_step=30 fail_rank=1 \
+  fail_mode=kill final_params_path="$WORK/auto.bin" >"$WORK/auto.out" 2>&1 \
+  || fail "auto: the job failed: $(tail -3 "$WORK/auto.out")"
+changes=$(grep '"memory_snapshot_period_changed"' $run/events.jsonl || true)
+first=$(head -1 <<<"$changes")
+[ "$("$JQ" reason <<<"$first")/$("$JQ" from <<<"$first")/$("$JQ" to <<<"$first")" = "calibrating/-1/2" ] \
+  && pass "auto: the first choice calibrates at period 2: $first" || fail "auto: first change [$first]"
+measured=$(grep '"reason":"copy_measured"' <<<"$changes" | head -1 || true)
+copy=$("$JQ" copy_seconds <<<"$measured" 2>/dev/null || true)
+stepsec=$("$JQ" step_seconds <<<"$measured" 2>/dev/null || true)
+to=$("$JQ" to <<<"$measured" 2>/dev/null || true)
+awk -v c="$copy" -v s="$stepsec" -v t="$to" 'BEGIN { exit !(c >= 0 && s > 0 && t >= 1) }' \
+  && pass "auto: copy measured ($copy s on a $stepsec s step): a copy every $to steps" \
+  || fail "auto: no measured choice that keeps the tier on: [$measured]"
+grep -q "memory_snapshot_period=auto: every $to steps after step" $run/logs/*.log \
+  && pass "auto: the chief's log names the choice" || fail "auto: no log line for the choice"
+after=$(grep '"generation":1' <<<"$changes" | grep '"reason":"generation_start"' | head -1 || true)
+[ -z "$after" ] || [ "$("$JQ" failures <<<"$after")" = 1 ] \
+  && pass "auto: the failure is counted at the next generation's start" || fail "auto: [$after]"
+# The period in force at the kill: the newest choice made before step 30.
+period=$to
+while IFS= read -r line; do
+  [ "$("$JQ" step <<<"$line")" -le 30 ] && [ "$("$JQ" reason <<<"$line")" != calibrating ] && period=$("$JQ" to <<<"$line")
+done <<<"$changes"
+kind=$(ev $run state_restored kind generation=1)
+step=$(ev $run state_restored step generation=1)
+if [ "$kind" = peers ] && [ "$step" -le 30 ] && [ "$step" -ge $((30 - period)) ]; then
+  pass "auto: generation 1 restored step $step from peers (a copy every $period steps)"
+else
+  fail "auto: generation 1 restored $kind/$step (period $period)"
+fi
+params=$(equal tiny-40 auto) && pass "auto: final parameters equal the failure-free run ($params)" \
+  || fail "auto: final parameters differ: $params"
 
 finish

@@ -84,6 +84,15 @@ TEST(FailureTrace, InterruptionsForTheSimulatorLeaveOutSlowdowns) {
   EXPECT_EQ(in[2].return_seconds, 0);
   EXPECT_TRUE(std::isinf(in[3].return_seconds));
   EXPECT_FALSE(in[3].notice);
+  // A host_loss with seconds: a replacement host arrives then (no notice either way).
+  auto replaced = ParseFailureTrace("time_seconds,event,target,factor,seconds\n10,host_loss,any,,600\n", "r.csv");
+  ASSERT_TRUE(replaced.ok()) << replaced.status().message();
+  EXPECT_EQ(FailureTraceCsv(*replaced), "time_seconds,event,target,factor,seconds\n10,host_loss,any,,600\n");
+  const auto r = TraceInterruptions(*replaced);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].return_seconds, 600);
+  EXPECT_FALSE(r[0].notice);
+  EXPECT_FALSE(ParseFailureTrace("time_seconds,event,target,factor,seconds\n10,host_loss,h1,,-1\n", "r.csv").ok());
 }
 
 // Each hostile line is refused with the file, the line and what was expected.
@@ -102,7 +111,7 @@ TEST(FailureTrace, HostileCsvLinesAreRefusedByLine) {
       {"10,slow,1,1,", "factor '1': slow expects a factor in (1, 100]"},
       {"10,slow,1,,", "factor ''"},
       {"10,kill,1,4,", "only slow takes a factor"},
-      {"10,kill,1,,5", "only slow and preempt take seconds"},
+      {"10,kill,1,,5", "only slow, preempt and host_loss take seconds"},
       {"10,preempt,1,,-3", "seconds '-3'"},
       {"10,host_loss,,,", "host_loss expects a host name"},
       {"10,host_loss,a/b,,", "target 'a/b'"},
@@ -160,6 +169,22 @@ TEST(FailureTrace, AHugeFileIsRefusedBeforeItIsParsed) {
   auto missing = LoadFailureTrace(dir.path() + "/none.csv");
   ASSERT_FALSE(missing.ok());
   EXPECT_THAT(missing.status().message(), HasSubstr("none.csv: cannot open it"));
+}
+
+TEST(FailureTrace, GeneratedHostLossesAreReplacedAfterTheReturnSeconds) {
+  TraceSpec s;
+  s.duration_seconds = 3600;
+  s.rate_per_hour = 20;
+  s.mix = {{TraceAction::kHostLoss, 1}};
+  s.return_seconds = 45;
+  auto a = GenerateFailureTrace(s);
+  ASSERT_TRUE(a.ok());
+  ASSERT_FALSE(a->empty());
+  for (const TraceEvent& e : *a) {
+    EXPECT_EQ(e.host, "any");
+    EXPECT_DOUBLE_EQ(e.seconds, 45);
+  }
+  for (const PreemptionEvent& p : TraceInterruptions(*a)) EXPECT_EQ(p.return_seconds, 45);
 }
 
 TEST(FailureTrace, APoissonTraceIsReproducibleAndHasItsRate) {

@@ -69,10 +69,10 @@ TEST(SnapshotPeriodTuner, CalibratesAtPeriodTwoThenChooses) {
   EXPECT_EQ(c->to, SnapshotPeriodTuner::kCalibrationPeriod);
   EXPECT_EQ(c->reason, "calibrating");
   EXPECT_FALSE(t.measured());
-  // 9 steps: 4 with a copy, 5 without: not measured yet.
-  EXPECT_FALSE(Alternate(&t, 9, 0.30, 0.25, 10, 50).has_value());
+  // 11 steps: 5 pairs (a step without a copy, then one with): not measured yet.
+  EXPECT_FALSE(Alternate(&t, 11, 0.30, 0.25, 10, 50).has_value());
   EXPECT_FALSE(t.measured());
-  // The tenth (the fifth with a copy) ends the calibration.
+  // The twelfth (the sixth pair) ends the calibration.
   c = t.OnStep(0.30, true, 10, 50);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->reason, "copy_measured");
@@ -91,7 +91,7 @@ TEST(SnapshotPeriodTuner, CalibratesAtPeriodTwoThenChooses) {
 TEST(SnapshotPeriodTuner, FailuresTurnItOnAndTheirAbsenceOff) {
   SnapshotPeriodTuner t(86400, 1000);  // a failure a day assumed
   (void)t.OnGenerationStart(4, 0, 0, 50);
-  auto c = Alternate(&t, 10, 0.30, 0.25, 60, 50);
+  auto c = Alternate(&t, 12, 0.30, 0.25, 60, 50);
   ASSERT_TRUE(c.has_value());
   // x* = sqrt(2 * 0.05 * 86460) = 93 s, far above half of 12.5 s: off.
   EXPECT_EQ(c->to, 0);
@@ -111,14 +111,14 @@ TEST(SnapshotPeriodTuner, FailuresTurnItOnAndTheirAbsenceOff) {
 TEST(SnapshotPeriodTuner, ANewWorldSizeIsCalibratedAgain) {
   SnapshotPeriodTuner t(100, 1000);
   (void)t.OnGenerationStart(4, 0, 0, 50);
-  (void)Alternate(&t, 10, 0.30, 0.25, 10, 50);
+  (void)Alternate(&t, 12, 0.30, 0.25, 10, 50);
   ASSERT_TRUE(t.measured());
   auto c = t.OnGenerationStart(3, 1, 20, 50);  // a rank lost: other step times
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->to, SnapshotPeriodTuner::kCalibrationPeriod);
   EXPECT_FALSE(t.measured());
   // The same world again keeps what was measured.
-  (void)Alternate(&t, 10, 0.40, 0.30, 30, 50);
+  (void)Alternate(&t, 12, 0.40, 0.30, 30, 50);
   ASSERT_TRUE(t.measured());
   c = t.OnGenerationStart(3, 2, 40, 50);
   ASSERT_TRUE(c.has_value());  // more failures: a shorter period
@@ -126,22 +126,40 @@ TEST(SnapshotPeriodTuner, ANewWorldSizeIsCalibratedAgain) {
   EXPECT_TRUE(t.measured());
 }
 
+TEST(SnapshotPeriodTuner, ACopysCostIsTheStepAgainstTheOneBeforeSoASlowStretchCancels) {
+  SnapshotPeriodTuner t(100, 1000);
+  (void)t.OnGenerationStart(4, 0, 0, 50);
+  // The machine slows down halfway (a replacement worker starting on the same cores):
+  // every step takes 1 s more from then on. Medians of each kind apart would see a copy
+  // of 0.55 s; the pairs see 0.05 s.
+  std::optional<SnapshotPeriodChange> c;
+  for (int i = 0; i < 12; ++i) {
+    const double slow = i >= 6 ? 1.0 : 0.0;
+    if (auto x = t.OnStep((i % 2 ? 0.30 : 0.25) + slow, i % 2 == 1, 10, 50)) c = x;
+  }
+  ASSERT_TRUE(c.has_value());
+  EXPECT_NEAR(c->copy_seconds, 0.05, 1e-12);
+}
+
 TEST(SnapshotPeriodTuner, ReevaluatesOncePerGenerationAndIgnoresBadTimes) {
   SnapshotPeriodTuner t(100, 1000);
   (void)t.OnGenerationStart(4, 0, 0, 50);
-  (void)Alternate(&t, 10, 0.30, 0.25, 10, 50);
+  (void)Alternate(&t, 12, 0.30, 0.25, 10, 50);
   const int64_t before = t.period();
   (void)t.OnGenerationStart(4, 0, 10, 50);
   // NaN, negative and infinite times are not samples.
   EXPECT_FALSE(t.OnStep(std::nan(""), true, 11, 50).has_value());
   EXPECT_FALSE(t.OnStep(-1, false, 11, 50).has_value());
   EXPECT_FALSE(t.OnStep(kInf, true, 11, 50).has_value());
-  // The copy got dearer: after kMinSamples new steps the period is evaluated again, once.
+  // A run of steps with a copy and none without pairs with nothing.
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(t.OnStep(1.25, true, 12, 50).has_value());
+  // The copy got dearer: after kMinSamples new pairs the period is evaluated again, once
+  // (the window then holds 6 old pairs of 0.05 s and 6 new of 1 s: the median is 0.525 s).
   std::optional<SnapshotPeriodChange> c;
-  for (int i = 0; i < 40 && !c; ++i) c = t.OnStep(1.25, true, 12, 50);
+  for (int i = 0; i < 40 && !c; ++i) c = t.OnStep(i % 2 ? 1.25 : 0.25, i % 2 == 1, 12, 50);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->reason, "copy_measured");
-  EXPECT_GT(c->copy_seconds, 0.05);
+  EXPECT_NEAR(c->copy_seconds, 0.525, 1e-12);
   EXPECT_NE(c->to, before);
   for (int i = 0; i < 40; ++i) EXPECT_FALSE(t.OnStep(2.0, true, 13, 50).has_value());
 }
