@@ -188,12 +188,17 @@ if [[ " $PARTS " == *" dp "* ]]; then
     "$BIN" chaos preempt --rank 1 --seconds 15 $(api dp) >/dev/null || true
     wait_for 180 at_least_recoveries dp $((n_kills + 2)) || true
     r_shrink=$(nth_recovery dp $((n_kills + 1))); r_grow=$(nth_recovery dp $((n_kills + 2)))
-    r_host=$r_shrink
+    r_host=$r_shrink d_host=0
     if [ -n "$HEAD" ]; then  # a host lost (noticed through its lease) and replaced RETURN s later
       n=$(recoveries dp)
+      lost_at=$(date +%s.%N)
       "$BIN" chaos kill --host h4 $(api dp) >/dev/null || true
       wait_for $((RETURN + 180)) at_least_recoveries dp $((n + 2)) || true
       r_host=$(nth_recovery dp $((n + 1)))
+      # Until the lease expires the survivors wait on the lost rank: detection, which
+      # the measured goodput books as work thrown away (the step in flight and the wait).
+      d_host=$(grep '"event":"host_lost"' "$WORK/dp/events.jsonl" | tail -1 | grep -o '"time":[0-9.]*' | cut -d: -f2 |
+        awk -v a="$lost_at" '{ printf "%.3f", $1 - a }')
     fi
     sleep 30  # a clean stretch, for the checkpoint stalls' share
     ckpt=$(report_field dp seconds.checkpoint); prod=$(report_field dp seconds.productive)
@@ -206,14 +211,17 @@ if [[ " $PARTS " == *" dp "* ]]; then
       | awk '{ a[NR] = $1 } END { printf "%.3f", a[int((NR + 1) / 2)] }')
     printf "  calibration (same job, before the window): a kill's recoveries %.2fs (of 3); notice -> %.2fs;" \
       "$r_kill" "$r_shrink"
-    [ -z "$HEAD" ] || printf " host lost -> %.2fs;" "$r_host"
+    [ -z "$HEAD" ] || printf " host lost -> %.2fs after %.2fs of detection (its lease);" "$r_host" "${d_host:-0}"
     printf " slot back -> %.2fs; step %.3fs; checkpoint stalls %.2f%% of compute\n" "$r_grow" "$step" \
       "$(awk -v s="$share" 'BEGIN { print 100 * s }')"
     replay dp "$trace"
     grep -E '^chaos replay: [0-9]+ of' "$WORK/dp.replay" | sed 's/^/  /'
     m=$(measured dp)
+    # Kills and notices are noticed at once (the process's exit, the notice itself); a
+    # host loss after d_host: the simulator takes one detection time, the trace's mean.
+    detect=$(awk -v d="${d_host:-0}" -v h="$hosts_lost" -v n="$events" 'BEGIN { printf "%.3f", h * d / n }')
     p=$(predicted --trace "$trace" --hosts 4 --min-hosts 2 --interval-seconds 60 \
-        --checkpoint-seconds "$(awk -v s="$share" 'BEGIN { print 60 * s }')" --detection-seconds 0 \
+        --checkpoint-seconds "$(awk -v s="$share" 'BEGIN { print 60 * s }')" --detection-seconds "$detect" \
         --restart-seconds "$r_peer" --ram-tier-coverage 1 --snapshot-period-seconds "$step" \
         --peer-restore-seconds "$r_peer" --resize-seconds "$r_grow")
     side_by_side "dp: the window of $WINDOW s, measured (chaos replay) against predicted (cost simulate)" "$m" "$p"

@@ -56,6 +56,11 @@ class CheckpointPeriodTuner {
   std::optional<CheckpointPeriodChange> OnSaveMeasured(double save_seconds, double step_seconds,
                                                        double elapsed_seconds);
 
+  // memory_snapshot_period=auto turned the RAM tier on or off: from the next evaluation
+  // (a generation start or a generation's first save) failures count accordingly.
+  void SetRamTier(bool on) { ram_tier_ = on; }
+  bool ram_tier() const { return ram_tier_; }
+
   int64_t period() const { return period_; }  // 0 before OnGenerationStart
   double save_seconds() const { return save_seconds_; }
   double step_seconds() const { return step_seconds_; }
@@ -65,7 +70,7 @@ class CheckpointPeriodTuner {
 
   const double prior_mtti_seconds_;
   const int64_t min_steps_, max_steps_;
-  const bool ram_tier_;
+  bool ram_tier_;
   int64_t period_ = 0;
   int64_t failures_ = 0, covered_failures_ = 0;
   double save_seconds_ = 0, step_seconds_ = 0;  // the latest measurements (0: none)

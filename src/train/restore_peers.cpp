@@ -195,7 +195,10 @@ void Trainer::StartSnapshotTuner() {
 }
 
 void Trainer::NoteSnapshotPeriodChange(const std::optional<SnapshotPeriodChange>& c, int64_t step) {
-  if (!c || !is_chief()) return;
+  if (!c) return;
+  // checkpoint_period=auto credits the RAM tier only while it keeps copies.
+  if (period_tuner_) period_tuner_->SetRamTier(c->to != 0);
+  if (!is_chief()) return;
   const std::string to = c->to == 0 ? std::string("off") : fmt::format("every {} steps", c->to);
   if (c->reason == "calibrating")
     LOG_INFO("memory_snapshot_period=auto: {} while the copy's cost is measured (step {})", to, step);

@@ -130,5 +130,24 @@ TEST(CheckpointPeriodTuner, CoveredCountIsClampedToTheFailures) {
   EXPECT_DOUBLE_EQ(c->mtti_seconds, 864000);
 }
 
+TEST(CheckpointPeriodTuner, TheRamTierCanBeTurnedOffAndOnByItsOwnAutoPeriod) {
+  CheckpointPeriodTuner t(86400, 5, 100000, /*ram_tier=*/true);
+  (void)t.OnGenerationStart(3, 2, 100);
+  (void)t.OnSaveMeasured(2.0, 0.5, 100);
+  const int64_t with_tier = t.period();
+  // Off: every failure counts, and the prior is the job's MTTI, not the uncovered one.
+  t.SetRamTier(false);
+  EXPECT_FALSE(t.ram_tier());
+  auto c = t.OnGenerationStart(3, 2, 100);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->to, AutoCheckpointPeriodSteps(2.0, 0.5, 3, 100, 86400, 5, 100000));
+  EXPECT_LT(c->to, with_tier);
+  EXPECT_EQ(c->covered_failures, 0);
+  t.SetRamTier(true);
+  c = t.OnGenerationStart(3, 2, 100);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->to, with_tier);
+}
+
 }  // namespace
 }  // namespace elastrain
