@@ -198,7 +198,7 @@ if [[ " $PARTS " == *" dp "* ]]; then
       # Until the lease expires the survivors wait on the lost rank: detection, which
       # the measured goodput books as work thrown away (the step in flight and the wait).
       d_host=$(grep '"event":"host_lost"' "$WORK/dp/events.jsonl" | tail -1 | grep -o '"time":[0-9.]*' | cut -d: -f2 |
-        awk -v a="$lost_at" '{ printf "%.3f", $1 - a }')
+        awk -v a="$lost_at" '{ printf "%.3f", $1 - a }' || echo 0)
     fi
     sleep 30  # a clean stretch, for the checkpoint stalls' share
     ckpt=$(report_field dp seconds.checkpoint); prod=$(report_field dp seconds.productive)
