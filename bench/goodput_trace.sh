@@ -110,6 +110,7 @@ start_cluster() {
   start_etcd >/dev/null
   "$BIN" head --store "$ETCD_URL" --port 0 >"$WORK/head.log" 2>&1 &
   echo $! >>"$WORK/pids"
+  disown $!
   wait_for 60 grep -q 'http://127.0.0.1:[0-9]*' "$WORK/head.log" || { echo "the head did not start"; return 1; }
   wait_for 60 test -s "$HOME/.elastrain/head_signing_key.pub" || { echo "no head key"; return 1; }
   HEAD=$(grep -o 'http://127.0.0.1:[0-9]*' "$WORK/head.log" | head -1)
