@@ -132,6 +132,9 @@ Result<std::vector<Scenario>> PlannedScenarios(CostArgs& a, std::string* header)
   return out;
 }
 
+// --snapshot-period-seconds auto: RawScenario chooses the period (ChooseRawSnapshotPeriod).
+bool AutoSnapshotPeriod(const CostArgs& a) { return a.String("--snapshot-period-seconds", "") == "auto"; }
+
 // --ram-tier-coverage C (in [0, 1); 0, the default: disk only) and, with C > 0, the
 // snapshot period and the restart from peers.
 Status ReadRawRamTier(const CostArgs& a, SimJob* job) {
@@ -145,14 +148,14 @@ Status ReadRawRamTier(const CostArgs& a, SimJob* job) {
             fmt::format("{}={}: the RAM tier is off; expected --ram-tier-coverage C > 0 with it", f, a.String(f, "")));
     return Status::OK();
   }
-  if (a.String("--snapshot-period-seconds", "") != "auto") {  // auto: RawScenario chooses
+  if (!AutoSnapshotPeriod(a)) {
     auto period = a.Number("--snapshot-period-seconds", 0, 0, INFINITY);
     if (!period.ok())
       return Status::InvalidArgument(period.status().message() + ", or auto (chosen as training chooses it)");
     job->snapshot_period_seconds = period.value();
   }
   ELASTRAIN_ASSIGN_OR_RETURN(job->snapshot_copy_seconds, a.Number("--snapshot-copy-seconds", 0, 0, 1e9));
-  if (job->snapshot_copy_seconds > 0 && job->snapshot_period_seconds <= 0 && a.String("--snapshot-period-seconds", "") != "auto")
+  if (job->snapshot_copy_seconds > 0 && job->snapshot_period_seconds <= 0 && !AutoSnapshotPeriod(a))
     return Status::InvalidArgument(fmt::format(
         "--snapshot-copy-seconds={}: a copy that costs time needs --snapshot-period-seconds S > 0 (or auto)",
         a.String("--snapshot-copy-seconds", "")));
@@ -221,7 +224,7 @@ Result<std::vector<Scenario>> RawScenario(const CostArgs& a, const std::vector<P
   ELASTRAIN_ASSIGN_OR_RETURN(s.job.interval_seconds, a.Number("--interval-seconds",
                                                               std::isfinite(daly) ? daly : s.job.work_seconds, 0,
                                                               INFINITY, true));
-  if (s.job.ram_tier_coverage > 0 && a.String("--snapshot-period-seconds", "") == "auto")
+  if (s.job.ram_tier_coverage > 0 && AutoSnapshotPeriod(a))
     *header += ChooseRawSnapshotPeriod(a, trace, mtti, &s);
   const RamTierCost tier{s.job.ram_tier_coverage, s.job.snapshot_period_seconds,
                          s.job.detection_seconds + s.job.peer_restore_seconds + s.failures.replacement_seconds};

@@ -37,8 +37,7 @@ SnapshotChoice ChooseSnapshotInterval(double copy_seconds, double covered_mtti_s
   c.loss_on = sigma > 0 ? c.interval_seconds / m : 0;
   if (!std::isfinite(c.loss_on)) c.loss_on = 0;  // inf / inf: no failures, no loss worth the name
   c.loss_off = disk ? disk_interval_seconds / (2 * m) : std::numeric_limits<double>::infinity();
-  c.on = sigma == 0 || !disk || c.interval_seconds < disk_interval_seconds / 2;
-  if (sigma > 0 && !std::isfinite(c.interval_seconds)) c.on = !disk;
+  c.on = sigma == 0 || !disk || c.interval_seconds < disk_interval_seconds / 2;  // inf < x: off
   return c;
 }
 
