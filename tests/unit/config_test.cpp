@@ -460,6 +460,30 @@ TEST(ConfigLoad, CheckpointPeriodIsStepsOrAuto) {
   EXPECT_EQ(back->checkpoint_period_min, 3);
 }
 
+TEST(ConfigLoad, MemorySnapshotPeriodIsStepsOffOrAutoAndRefusesTheRest) {
+  auto steps = Load({"memory_snapshot_period=4"});
+  ASSERT_TRUE(steps.ok()) << steps.status().ToString();
+  EXPECT_EQ(steps->memory_snapshot_period, 4);
+  EXPECT_FALSE(steps->memory_snapshot_period_auto);
+  auto off = Load({"memory_snapshot_period=0"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->memory_snapshot_period, 0);
+  auto a = Load({"memory_snapshot_period=auto"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->memory_snapshot_period_auto);
+  EXPECT_EQ(a->memory_snapshot_period, 1);  // the tier is kept; the trainer chooses
+  auto back = LoadConfigText(ConfigToYaml(*a), "job config");  // as a worker gets it
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->memory_snapshot_period_auto);
+  for (const char* bad : {"memory_snapshot_period=-1", "memory_snapshot_period=AUTO", "memory_snapshot_period=2.5",
+                          "memory_snapshot_period=99999999999999999999", "memory_snapshot_period=1099511627777",
+                          "memory_snapshot_period="}) {
+    auto r = Load({bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("memory_snapshot_period="), std::string::npos) << r.status().message();
+  }
+}
+
 TEST_F(ConfigTest, ConfigToYamlRoundTrips) {
   const std::vector<std::vector<std::string>> runs = {
       {},
